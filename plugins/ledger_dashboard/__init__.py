@@ -1,0 +1,1 @@
+"""Datasette plugin for agent-ledger databases."""
