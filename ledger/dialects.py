@@ -1,0 +1,318 @@
+"""Ledger dialects: recognise a file's format and turn its records into :class:`Event` objects.
+
+* ``trace``: seed 000's trace, one JSON document with ``task`` and ``rounds[]``.
+* ``gate``: seed 002's ledger, JSONL ``{"step","action","detail","writes","elapsed_s"}``; a step
+  counter that goes back (normally to 1) starts a new session.
+* ``native``: agent-ledger's own JSONL events (see ``ledger/schema/native-event.schema.json``).
+
+Everything here is pure: bytes and parsed objects in, events or a :class:`RecordError` out.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from .events import ACTIONS, ROUND, Event
+from .reasons import StopReason
+
+TRACE = "trace"
+GATE = "gate"
+NATIVE = "native"
+DIALECTS = (NATIVE, GATE, TRACE)
+
+NATIVE_TYPES = ("start", "round", "action", "end")
+MAX_COUNTER = 2**53  # beyond this a counter is not a real measurement (and overflows SQLite)
+
+_LONE_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+class RecordError(ValueError):
+    """A record that cannot be used; the message is the reason stored in ``ingest_errors``."""
+
+
+@dataclass(slots=True)
+class Record:
+    """One parsed record: which session it belongs to, and the event it carries."""
+
+    event: Event
+    session: str | None = None
+    task_class: str | None = None
+    step: int | None = None
+
+
+def _reject_constant(name: str) -> Any:
+    raise RecordError(f"{name} is not valid JSON")
+
+
+_decoder = json.JSONDecoder(parse_constant=_reject_constant)
+
+
+def parse_json(raw: bytes) -> Any:
+    """Strict JSON: UTF-8 only, no NaN/Infinity, no lone surrogates, bounded nesting."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RecordError(f"invalid UTF-8 at byte {exc.start}") from None
+    try:
+        value = _decoder.decode(text)
+    except json.JSONDecodeError as exc:
+        where = f"column {exc.colno}"
+        if exc.lineno > 1:
+            where = f"line {exc.lineno} {where}"
+        raise RecordError(f"invalid JSON: {exc.msg} ({where})") from None
+    except RecursionError:
+        raise RecordError("JSON nested too deeply") from None
+    if _LONE_SURROGATE.search(raw):
+        _check_surrogates(value)
+    return value
+
+
+def _check_surrogates(value: Any) -> None:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise RecordError("lone surrogate in a string (not valid Unicode)") from None
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_surrogates(key)
+            _check_surrogates(item)
+    elif isinstance(value, list):
+        for item in value:
+            _check_surrogates(item)
+
+
+def detect(first: Any) -> str | None:
+    """The dialect of a file whose first record parsed as ``first`` (``None`` if unknown)."""
+    if not isinstance(first, dict):
+        return None
+    if isinstance(first.get("rounds"), list):
+        return TRACE
+    if "session" in first and first.get("type") in NATIVE_TYPES:
+        return NATIVE
+    if "step" in first and "action" in first:
+        return GATE
+    return None
+
+
+# --- field readers -------------------------------------------------------------------------
+
+
+def _object(value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise RecordError(f"expected a JSON object, got {_json_type(value)}")
+    return value
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def _count(obj: dict[str, Any], key: str, default: int = 0) -> int:
+    value = obj.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise RecordError(f"field {key!r} must be a whole number, got {_json_type(value)}")
+    if value < 0:
+        raise RecordError(f"field {key!r} must not be negative, got {value}")
+    if value >= MAX_COUNTER:
+        raise RecordError(f"field {key!r} is too large ({value})")
+    return value
+
+
+def _seconds(obj: dict[str, Any], key: str) -> float | None:
+    value = obj.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise RecordError(f"field {key!r} must be a number of seconds, got {_json_type(value)}")
+    if value < 0:
+        raise RecordError(f"field {key!r} must not be negative, got {value}")
+    return float(value)
+
+
+def _text(obj: dict[str, Any], key: str) -> str | None:
+    value = obj.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise RecordError(f"field {key!r} must be a string, got {_json_type(value)}")
+    return value
+
+
+def parse_ts(text: str) -> float:
+    """An ISO-8601 timestamp as POSIX seconds; a naive time is taken as UTC."""
+    try:
+        moment = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)
+    except ValueError:
+        raise RecordError(f"field 'ts' is not an ISO-8601 timestamp: {text[:40]!r}") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.timestamp()
+
+
+def _flag(obj: dict[str, Any], key: str) -> bool | None:
+    value = obj.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, bool):
+        raise RecordError(f"field {key!r} must be true or false, got {_json_type(value)}")
+    return value
+
+
+def _action(obj: dict[str, Any]) -> str:
+    action = obj.get("action")
+    if action is None:
+        raise RecordError("missing field 'action'")
+    if action not in ACTIONS:
+        raise RecordError(f"unknown action {action!r} (expected one of {', '.join(ACTIONS)})")
+    return action
+
+
+def _tool_calls(value: Any) -> int:
+    """A list of tool calls (counted) or a count."""
+    if isinstance(value, list):
+        return len(value)
+    if value is None:
+        return 0
+    return _count({"tool_calls": value}, "tool_calls")
+
+
+# --- gate (seed 002) -----------------------------------------------------------------------
+
+
+def gate_record(value: Any) -> Record:
+    obj = _object(value)
+    if "step" not in obj:
+        raise RecordError("missing field 'step'")
+    step = _count(obj, "step")
+    if step < 1:
+        raise RecordError("field 'step' must be 1 or more")
+    action = _action(obj)
+    _count(obj, "writes")  # validated; the machine counts writes itself
+    return Record(
+        Event(
+            action=action,
+            detail=_text(obj, "detail"),
+            elapsed_s=_seconds(obj, "elapsed_s"),
+        ),
+        step=step,
+    )
+
+
+# --- native ---------------------------------------------------------------------------------
+
+
+def native_record(value: Any) -> Record:
+    obj = _object(value)
+    session = obj.get("session")
+    if not isinstance(session, str) or not session.strip():
+        raise RecordError("field 'session' must be a non-empty string")
+    kind = obj.get("type")
+    if kind not in NATIVE_TYPES:
+        raise RecordError(f"unknown type {kind!r} (expected one of {', '.join(NATIVE_TYPES)})")
+    ts = _text(obj, "ts")
+    common = {
+        "detail": _text(obj, "detail"),
+        "tool": _text(obj, "tool"),
+        "ts": ts,
+        "at": parse_ts(ts) if ts is not None else None,
+        "elapsed_s": _seconds(obj, "elapsed_s"),
+        "observation": _text(obj, "observation"),
+        "tool_error": _flag(obj, "tool_error"),
+        "vendor_stop": _text(obj, "vendor_stop") or None,
+    }
+    if kind == "round":
+        event = Event(
+            ROUND,
+            tool_calls=_tool_calls(obj.get("tool_calls")),
+            output_tokens=_count(obj, "output_tokens"),
+            **common,
+        )
+    elif kind == "action":
+        event = Event(_action(obj), **common)
+    else:
+        outcome = _text(obj, "outcome") if kind == "end" else None
+        if outcome is not None and outcome not in StopReason._value2member_map_:
+            raise RecordError(f"unknown outcome {outcome!r} (expected a stop reason)")
+        event = Event(kind, outcome=outcome, **common)
+    return Record(event, session=session, task_class=_text(obj, "task_class"))
+
+
+# --- trace (seed 000) ------------------------------------------------------------------------
+
+
+def trace_rounds(doc: Any) -> tuple[dict[str, Any], Iterator[tuple[int, Record | RecordError]]]:
+    """Seed 000's trace document: its header, and each round as a record or an error.
+
+    Field handling mirrors seed 000's ``replay_trace`` wherever that code accepts the value
+    (``int(output_tokens or 0)``, ``bool(tool_error)``, ``observation or ""``); values it would
+    crash on, and negative counters, become errors for that round.
+    """
+    obj = _object(doc)
+    rounds = obj.get("rounds")
+    if not isinstance(rounds, list):
+        raise RecordError("a trace needs a 'rounds' array")
+    header = {k: v for k, v in obj.items() if k != "rounds"}
+    return header, ((i, _trace_round(r)) for i, r in enumerate(rounds, 1))
+
+
+def _trace_round(value: Any) -> Record | RecordError:
+    try:
+        obj = _object(value)
+        calls = obj.get("tool_calls", [])
+        if not isinstance(calls, list):
+            raise RecordError(f"field 'tool_calls' must be an array, got {_json_type(calls)}")
+        tokens = obj.get("output_tokens") or 0
+        if isinstance(tokens, (int, float)) and not isinstance(tokens, bool):
+            if not math.isfinite(tokens):
+                raise RecordError("field 'output_tokens' must be finite")
+            tokens = int(tokens)
+        elif isinstance(tokens, str) and tokens.strip().lstrip("+-").isdigit():
+            tokens = int(tokens)
+        else:
+            raise RecordError(f"field 'output_tokens' must be a number, got {_json_type(tokens)}")
+        if tokens < 0 or tokens >= MAX_COUNTER:
+            raise RecordError(f"field 'output_tokens' out of range ({tokens})")
+        observation = obj.get("observation") or ""
+        if not isinstance(observation, str):
+            kind = _json_type(observation)
+            raise RecordError(f"field 'observation' must be a string, got {kind}")
+        vendor = obj.get("vendor_stop")
+        if vendor and not isinstance(vendor, str):
+            vendor = json.dumps(vendor)
+        return Record(
+            Event(
+                ROUND,
+                tool_calls=len(calls),
+                output_tokens=tokens,
+                observation=observation,
+                tool_error=bool(obj.get("tool_error")),
+                vendor_stop=vendor or None,
+                tool=_first_tool_name(calls),
+            )
+        )
+    except RecordError as exc:
+        return exc
+
+
+def _first_tool_name(calls: list[Any]) -> str | None:
+    names = [c.get("name") for c in calls if isinstance(c, dict) and isinstance(c.get("name"), str)]
+    return ",".join(names) or None

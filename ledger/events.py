@@ -1,0 +1,43 @@
+"""The one event type every dialect is parsed into, and the hashing of observations.
+
+An event is either a model *round* (seed 000: tool calls, output tokens, an observation, a tool
+error, a vendor stop string) or an action *checkpoint* (seed 002: think, read, write or retry),
+or a session marker (start, end). Fields a dialect does not carry stay ``None``: the budget
+machine only measures what is there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+ROUND = "round"
+ACTIONS = ("think", "read", "write", "retry")
+MARKERS = ("start", "end")
+KINDS = (ROUND, *ACTIONS, *MARKERS)
+
+
+@dataclass(slots=True)
+class Event:
+    action: str
+    tool_calls: int = 0
+    output_tokens: int = 0
+    observation: str | None = None
+    tool_error: bool | None = None
+    vendor_stop: str | None = None
+    outcome: str | None = None
+    tool: str | None = None
+    detail: str | None = None
+    elapsed_s: float | None = None
+    ts: str | None = None
+    at: float | None = None  # ts as POSIX seconds, for elapsed time when the log has no elapsed_s
+
+    @property
+    def is_step(self) -> bool:
+        """Seed 002 counts every model call and every tool action as one step."""
+        return self.action not in MARKERS
+
+
+def observation_hash(text: str) -> str:
+    """Seed 000's hash: the first 16 hex digits of sha256 over the UTF-8 text."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]

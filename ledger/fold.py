@@ -1,0 +1,286 @@
+"""The fold: events in, rows out. Pure: no files, no database.
+
+A :class:`Session` carries the budget machine's :class:`State` plus what the tables need
+(timestamps, the recorded vendor stop, open retry and repeated-observation runs). It can be
+saved and resumed (``to_resume``/``from_resume``), so a session that continues across two
+ingests ends up exactly as if it had been folded in one go.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .budget import GATE, LOOP, Budget, Machine, State
+from .dialects import GATE as GATE_DIALECT
+from .dialects import TRACE
+from .events import Event
+from .reasons import CONTINUE, StopReason
+from .vendors import classify
+
+DETAIL_MAX = 500
+EXCERPT_MAX = 200
+
+RETRY_STORM = "retry_storm"
+NO_PROGRESS = "no_progress"
+UNKNOWN_VENDOR = "unknown_vendor"
+
+Redactor = Callable[[str], tuple[str, int]]
+
+
+def families_for(dialect: str) -> frozenset[str]:
+    """Each dialect is held to the caps its own seed defines; native events to all of them."""
+    if dialect == TRACE:
+        return frozenset({LOOP})
+    if dialect == GATE_DIALECT:
+        return frozenset({GATE})
+    return frozenset({LOOP, GATE})
+
+
+@dataclass
+class Run:
+    """An open run of repeated retries or repeated observations."""
+
+    key: str
+    start: int
+    end: int
+    length: int
+    detail: str | None = None
+    started_at: str | None = None
+    ended_at: str | None = None
+    output_tokens: int = 0
+    tool_calls: int = 0
+    blocked: bool = False
+
+
+@dataclass
+class Session:
+    session_id: str
+    source_id: str
+    source_path: str
+    dialect: str
+    task_class: str | None
+    budget: Budget = field(default_factory=Budget)
+    task: str | None = None
+    state: State = field(default_factory=State)
+    started_at: str | None = None
+    ended_at: str | None = None
+    t0: float | None = None
+    vendor_stop: str | None = None
+    recorded_stop: str | None = None
+    redactions: int = 0
+    retry: Run | None = None
+    repeat: Run | None = None
+
+    def row(self) -> dict[str, Any]:
+        """The ``sessions`` row as it stands now."""
+        s = self.state
+        reason = s.stop_reason or StopReason.TASK_COMPLETE
+        return {
+            "session_id": self.session_id,
+            "task_class": self.task_class,
+            "task": self.task,
+            "dialect": self.dialect,
+            "source_id": self.source_id,
+            "source_path": self.source_path,
+            "started_at": self.started_at,
+            "ended_at": self.ended_at,
+            "stop_reason": reason.value,
+            "stop_at": s.stop_at,
+            "stop_detail": s.stop_detail,
+            "recorded_stop": self.recorded_stop,
+            "vendor_stop": self.vendor_stop,
+            "events": s.events,
+            "rounds": s.rounds,
+            "steps": s.steps,
+            "tool_calls": s.tool_calls,
+            "output_tokens": s.output_tokens,
+            "tool_errors": s.tool_errors,
+            "writes": s.writes,
+            "elapsed_s": s.elapsed_s,
+            "events_after_stop": s.events - s.stop_at if s.stop_at else 0,
+            "redactions": self.redactions,
+            "budget": self.budget.to_json(),
+            "budget_digest": self.budget.digest,
+        }
+
+    def open_incidents(self) -> list[dict[str, Any]]:
+        """Rows for runs still open (they may grow with the next event)."""
+        return [r for r in (_retry_row(self), _repeat_row(self)) if r is not None]
+
+    def to_resume(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["state"] = self.state.to_dict()
+        data["budget"] = self.budget.to_dict()
+        return data
+
+    @classmethod
+    def from_resume(cls, data: Mapping[str, Any]) -> Session:
+        data = dict(data)
+        data["state"] = State.from_dict(data["state"])
+        data["budget"] = Budget.from_mapping(data["budget"])
+        for key in ("retry", "repeat"):
+            if data.get(key):
+                data[key] = Run(**data[key])
+        return cls(**data)
+
+
+class Fold:
+    """Folds events into sessions under one budget and one vendor map."""
+
+    def __init__(
+        self,
+        budget: Budget,
+        vendor_map: Mapping[str, str],
+        redact: Redactor,
+    ) -> None:
+        self.budget = budget
+        self.vendor_map = vendor_map
+        self.redact = redact
+        self._machines = {
+            fam: Machine(budget, fam, vendor_map)
+            for fam in {families_for(d) for d in ("native", TRACE, GATE_DIALECT)}
+        }
+
+    def new_session(self, session_id: str, **kwargs: Any) -> Session:
+        return Session(session_id, budget=self.budget, **kwargs)
+
+    def clean(self, session: Session, text: str | None, limit: int = DETAIL_MAX) -> str | None:
+        """Redact secrets and cut to ``limit`` characters, counting redactions on the session."""
+        if text is None:
+            return None
+        cleaned, found = self.redact(text)
+        session.redactions += found
+        if len(cleaned) > limit:
+            cleaned = cleaned[: limit - 1] + "…"
+        return cleaned
+
+    def step(
+        self, session: Session, event: Event, line: int | None, offset: int | None
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """Apply one event; return its ``steps`` row and any incident rows it closes."""
+        state = session.state
+        if event.elapsed_s is None and event.at is not None:
+            if session.t0 is None:
+                session.t0 = event.at
+            event.elapsed_s = round(event.at - session.t0, 3)
+        machine = self._machines[families_for(session.dialect)]
+        reason = machine.advance(state, event)
+        if event.ts:
+            session.started_at = session.started_at or event.ts
+            session.ended_at = event.ts
+        detail = self.clean(session, event.detail)
+        vendor = self.clean(session, event.vendor_stop)
+        recorded = event.outcome or _reason_value(classify(event.vendor_stop, self.vendor_map))
+        if recorded is not None and recorded != CONTINUE:
+            session.recorded_stop = recorded
+            session.vendor_stop = vendor
+        incidents = self._track_runs(session, event, detail, reason)
+        if recorded == StopReason.UNKNOWN_VENDOR.value:
+            incidents.append(_incident(session, UNKNOWN_VENDOR, Run(
+                vendor or "", state.events, state.events, 1, detail, event.ts, event.ts,
+                event.output_tokens, event.tool_calls,
+            )))
+        has_obs = event.observation is not None
+        row = {
+            "session_id": session.session_id,
+            "idx": state.events,
+            "action": event.action,
+            "tool": self.clean(session, event.tool, 200),
+            "detail": detail,
+            "tool_calls": event.tool_calls,
+            "output_tokens": event.output_tokens,
+            "tool_error": None if event.tool_error is None else int(event.tool_error),
+            "observation_hash": state.last_observation_hash if has_obs else None,
+            "vendor_stop": vendor,
+            "outcome": event.outcome,
+            "ts": event.ts,
+            "elapsed_s": event.elapsed_s,
+            "total_rounds": state.rounds,
+            "total_steps": state.steps,
+            "total_tool_calls": state.tool_calls,
+            "total_output_tokens": state.output_tokens,
+            "consecutive_errors": state.consecutive_tool_errors,
+            "total_writes": state.writes,
+            "stop_reason": reason.value if reason else None,
+            "after_stop": int(state.stop_at is not None and state.events > state.stop_at),
+            "source_id": session.source_id,
+            "source_line": line,
+            "source_offset": offset,
+        }
+        return row, incidents
+
+    def _track_runs(
+        self, session: Session, event: Event, detail: str | None, reason: StopReason | None
+    ) -> list[dict[str, Any]]:
+        closed: list[dict[str, Any]] = []
+        idx = session.state.events
+        # Retry storms: consecutive retry events of the same tool or intent.
+        if event.action == "retry":
+            key = event.tool or detail or ""
+            run = session.retry
+            if run is not None and run.key == key and run.end == idx - 1:
+                run.end, run.length, run.ended_at = idx, run.length + 1, event.ts
+            else:
+                closed += _close(_retry_row(session))
+                run = session.retry = Run(key, idx, idx, 1, detail, event.ts, event.ts)
+            run.blocked = run.blocked or reason is StopReason.RETRY_NEAR_CEILING
+        elif session.retry is not None:
+            closed += _close(_retry_row(session))
+            session.retry = None
+        # No-progress runs: the same observation hash seen again (events without one skip).
+        if event.observation is not None:
+            state = session.state
+            run = session.repeat
+            if run is not None and state.observation_repeats > 1:
+                run.end, run.length, run.ended_at = idx, state.observation_repeats, event.ts
+                run.output_tokens += event.output_tokens
+                run.tool_calls += event.tool_calls
+            else:
+                closed += _close(_repeat_row(session))
+                excerpt = self.clean(session, event.observation, EXCERPT_MAX)
+                session.repeat = Run(
+                    state.last_observation_hash or "", idx, idx, 1, excerpt, event.ts, event.ts
+                )
+        return closed
+
+
+def _close(row: dict[str, Any] | None) -> list[dict[str, Any]]:
+    return [row] if row is not None else []
+
+
+def _retry_row(session: Session) -> dict[str, Any] | None:
+    run = session.retry
+    if run is None or run.length < 2:
+        return None
+    return _incident(session, RETRY_STORM, run)
+
+
+def _repeat_row(session: Session) -> dict[str, Any] | None:
+    run = session.repeat
+    if run is None or run.length < 2:
+        return None
+    return _incident(session, NO_PROGRESS, run)
+
+
+def _incident(session: Session, kind: str, run: Run) -> dict[str, Any]:
+    return {
+        "session_id": session.session_id,
+        "kind": kind,
+        "start_idx": run.start,
+        "end_idx": run.end,
+        "length": run.length,
+        "key": run.key,
+        "detail": run.detail,
+        "output_tokens": run.output_tokens,
+        "tool_calls": run.tool_calls,
+        "blocked": int(run.blocked),
+        "task_class": session.task_class,
+        "started_at": run.started_at,
+        "ended_at": run.ended_at,
+    }
+
+
+def _reason_value(found: StopReason | str | None) -> str | None:
+    return found.value if isinstance(found, StopReason) else found

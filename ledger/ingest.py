@@ -1,0 +1,364 @@
+"""Ingest: ledger files into the database, incrementally, one committed batch at a time.
+
+The thin shell around the pure fold. For each file it works out what the database already
+holds of it (the ``sources`` table: identity, byte offset, fold settings), reads only the new
+complete lines, folds them, and commits rows, resumable session state and the new offset
+together. Truncated, replaced or re-budgeted files are read again from the start.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from . import store
+from .budget import Budget
+from .dialects import TRACE
+from .files import DEFAULT_MAX_LINE, FileInfo, Line, discover, read_lines, sha, sniff, tail_hash
+from .fold import Fold, Session
+from .redact import redact
+from .source import Cursor, SourceFold
+from .vendors import DEFAULT_VENDOR_MAP
+
+FOLD_VERSION = "1"
+DEFAULT_BATCH = 20_000
+
+
+@dataclass
+class Options:
+    budget: Budget = field(default_factory=Budget)
+    vendor_map: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_VENDOR_MAP))
+    task_class: str | None = None
+    dialect: str | None = None
+    max_line: int = DEFAULT_MAX_LINE
+    batch: int = DEFAULT_BATCH
+
+    @property
+    def fold_digest(self) -> str:
+        """Changes whenever the same file would fold differently."""
+        settings = {
+            "fold": FOLD_VERSION,
+            "budget": self.budget.to_dict(),
+            "vendor_map": dict(sorted(self.vendor_map.items())),
+        }
+        return sha(json.dumps(settings, sort_keys=True).encode())[:16]
+
+    def make_fold(self) -> Fold:
+        return Fold(self.budget, self.vendor_map, redact)
+
+
+@dataclass
+class Summary:
+    files: int = 0
+    new_files: int = 0
+    updated_files: int = 0
+    unchanged_files: int = 0
+    lines: int = 0
+    blank_lines: int = 0
+    steps: int = 0
+    errors: int = 0
+    bytes_read: int = 0
+    notices: list[str] = field(default_factory=list)
+    waiting: list[str] = field(default_factory=list)
+    sessions: set[str] = field(default_factory=set)
+    stop_reasons: Counter[str] = field(default_factory=Counter)
+    redactions: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "files": self.files,
+            "new_files": self.new_files,
+            "updated_files": self.updated_files,
+            "unchanged_files": self.unchanged_files,
+            "lines": self.lines,
+            "blank_lines": self.blank_lines,
+            "sessions": len(self.sessions),
+            "steps": self.steps,
+            "errors": self.errors,
+            "redactions": self.redactions,
+            "bytes_read": self.bytes_read,
+            "stop_reasons": dict(sorted(self.stop_reasons.items())),
+            "notices": self.notices,
+            "waiting": self.waiting,
+        }
+
+
+Progress = Callable[[int], None]
+
+
+def task_class_for(path: Path, options: Options) -> str:
+    """``--task-class`` if given, else the ledger file's parent folder name."""
+    return options.task_class or path.resolve().parent.name
+
+
+class Ingester:
+    def __init__(
+        self,
+        db: sqlite_utils.Database,
+        options: Options | None = None,
+        progress: Progress | None = None,
+    ) -> None:
+        self.db = db
+        self.options = options or Options()
+        self.fold = self.options.make_fold()
+        self.progress = progress or (lambda _n: None)
+        self.summary = Summary()
+
+    def ingest(self, paths: Iterable[str | Path]) -> Summary:
+        for path in discover(paths):
+            self.ingest_file(path)
+        self._count_stop_reasons()
+        return self.summary
+
+    def ingest_file(self, path: Path) -> None:
+        self.summary.files += 1
+        info = sniff(path, self.options.max_line, self.options.dialect)
+        if info.fingerprint is None:
+            self.summary.waiting.append(str(path))
+            self.progress(info.size)
+            return
+        with store.immediate(self.db) as conn:
+            source = self._claim(conn, info)
+        if source is None:
+            self.summary.unchanged_files += 1
+            self.progress(info.size)
+            return
+        if info.dialect is None:
+            self._ingest_unknown(info, source)
+        elif info.dialect == TRACE:
+            self._ingest_document(info, source)
+        else:
+            self._ingest_lines(info, source)
+
+    # -- identity ------------------------------------------------------------------------------
+
+    def _claim(self, conn: Any, info: FileInfo) -> dict[str, Any] | None:
+        """The ``sources`` row to continue from (new, resumed or reset), or None if unchanged."""
+        digest = self.options.fold_digest
+        known = store.all_sources(conn)
+        here = [s for s in known if s["path"] == str(info.path)]
+        same = [s for s in here if s["fingerprint"] == info.fingerprint]
+        if not same:
+            same = [
+                s for s in known
+                if s["fingerprint"] == info.fingerprint and _gone_or_changed(s)
+            ]
+            for moved in same:
+                self._notice(f"{info.path}: moved from {moved['path']}, not read again")
+        for stale in here:
+            if stale["fingerprint"] != info.fingerprint:
+                self._notice(f"{info.path}: replaced (its first line changed); read again")
+                store.forget_source(conn, stale["source_id"])
+        if same:
+            source = same[0]
+            reason = self._reset_reason(source, info, digest)
+            if reason:
+                self._notice(f"{info.path}: {reason}; read again from the start")
+                store.forget_source(conn, source["source_id"])
+                return self._new_source(conn, info, source["source_id"], digest)
+            source["path"] = str(info.path)
+            if source["offset"] >= info.size:
+                conn.execute(
+                    "UPDATE sources SET path = ? WHERE source_id = ?",
+                    (source["path"], source["source_id"]),
+                )
+                return None
+            self.summary.updated_files += 1
+            return source
+        taken = {s["source_id"] for s in known}
+        return self._new_source(conn, info, _unique_id(info.fingerprint or "", taken), digest)
+
+    def _reset_reason(self, source: dict[str, Any], info: FileInfo, digest: str) -> str | None:
+        if source["fold_digest"] != digest:
+            return "budget or vendor map changed since the last ingest"
+        if info.size < source["offset"]:
+            return f"truncated (now {info.size} bytes, {source['offset']} were read)"
+        if source["dialect"] != TRACE and source["offset"]:
+            with info.path.open("rb") as f:
+                if tail_hash(f, source["offset"]) != source["check_hash"]:
+                    return "rewritten (the bytes already read have changed)"
+        return None
+
+    def _new_source(
+        self, conn: Any, info: FileInfo, source_id: str, digest: str
+    ) -> dict[str, Any]:
+        self.summary.new_files += 1
+        at = store.now()
+        source = {
+            "source_id": source_id,
+            "path": str(info.path),
+            "dialect": info.dialect,
+            "task_class": task_class_for(info.path, self.options),
+            "fingerprint": info.fingerprint,
+            "check_hash": None,
+            "offset": 0,
+            "size": info.size,
+            "mtime": info.mtime,
+            "lines": 0,
+            "blank_lines": 0,
+            "fold_digest": digest,
+            "cursor": json.dumps(Cursor().to_dict()),
+            "first_ingested_at": at,
+            "ingested_at": at,
+        }
+        store.write_batch(
+            conn, steps=[], incidents=[], errors=[], sessions=[], states=[], source=source
+        )
+        return source
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def _source_fold(self, conn: Any, source: dict[str, Any]) -> SourceFold:
+        sessions = {}
+        for data in store.load_states(conn, source["source_id"]):
+            session = Session.from_resume(data)
+            sessions[session.session_id] = session
+        return SourceFold(
+            self.fold,
+            source["source_id"],
+            source["path"],
+            source["dialect"],
+            source["task_class"],
+            Cursor(**json.loads(source["cursor"])),
+            sessions,
+            owner_of=lambda sid: store.session_owner(conn, sid),
+        )
+
+    def _ingest_lines(self, info: FileInfo, source: dict[str, Any]) -> None:
+        source_id = source["source_id"]
+        with info.path.open("rb") as f:
+            fold: SourceFold | None = None
+            while True:
+                offset = source["offset"]
+                lines, end = read_lines(f, offset, self.options.batch, self.options.max_line)
+                if not lines:
+                    break
+                with store.immediate(self.db) as conn:
+                    current = store.source_row(conn, source_id)
+                    if current is None:
+                        return  # another ingest replaced this source meanwhile
+                    if fold is None or current["offset"] != offset:
+                        source = current
+                        fold = self._source_fold(conn, source)
+                        if current["offset"] != offset:
+                            continue  # another process got further: read from its offset
+                    for line in lines:
+                        self._feed(fold, line)
+                    source["offset"] = end
+                    source["check_hash"] = tail_hash(f, end)
+                    source["size"], source["mtime"] = info.size, info.mtime
+                    self._commit(conn, fold, source)
+                self.summary.lines += len(lines)
+                self.summary.bytes_read += end - offset
+                self.progress(end - offset)
+
+    def _feed(self, fold: SourceFold, line: Line) -> None:
+        if line.oversize:
+            fold.cursor.line += 1
+            fold.error(
+                fold.cursor.line,
+                line.offset,
+                f"line is {line.oversize} bytes, longer than the limit of "
+                f"{self.options.max_line} (--max-line-bytes)",
+                line.raw,
+            )
+            return
+        fold.feed_line(line.raw, line.offset)
+
+    def _ingest_document(self, info: FileInfo, source: dict[str, Any]) -> None:
+        data = info.path.read_bytes()
+        with store.immediate(self.db) as conn:
+            fold = self._source_fold(conn, source)
+            fold.feed_document(data)
+            source["offset"] = len(data)
+            source["size"], source["mtime"] = info.size, info.mtime
+            self._commit(conn, fold, source)
+        self.summary.bytes_read += len(data)
+        self.progress(len(data))
+
+    def _ingest_unknown(self, info: FileInfo, source: dict[str, Any]) -> None:
+        """A file whose dialect cannot be told: one error with its head, and consume it whole."""
+        with store.immediate(self.db) as conn, info.path.open("rb") as f:
+            fold = self._source_fold(conn, source)
+            fold.error(1, 0, info.problem or "cannot tell the dialect", f.read(2048))
+            source["offset"] = info.size
+            source["check_hash"] = tail_hash(f, info.size)
+            self._commit(conn, fold, source)
+        self.progress(info.size)
+
+    def _commit(self, conn: Any, fold: SourceFold, source: dict[str, Any]) -> None:
+        out, touched = fold.take()
+        source["cursor"] = json.dumps(fold.cursor.to_dict())
+        source["lines"] = fold.cursor.line
+        source["blank_lines"] = fold.cursor.blank_lines
+        source["ingested_at"] = store.now()
+        store.write_batch(
+            conn,
+            steps=out.steps,
+            incidents=out.incidents,
+            errors=out.errors,
+            sessions=[s.row() for s in touched],
+            states=[(s.session_id, s.source_id, s.to_resume()) for s in touched],
+            source=source,
+        )
+        self.summary.steps += len(out.steps)
+        self.summary.errors += len(out.errors)
+        self.summary.sessions.update(s.session_id for s in touched)
+
+    def _notice(self, message: str) -> None:
+        self.summary.notices.append(message)
+
+    def _count_stop_reasons(self) -> None:
+        ids = sorted(self.summary.sessions)
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ", ".join("?" for _ in chunk)
+            for reason, count, redactions in self.db.conn.execute(
+                f"SELECT stop_reason, count(*), sum(redactions) FROM sessions "
+                f"WHERE session_id IN ({marks}) GROUP BY stop_reason",
+                chunk,
+            ):
+                self.summary.stop_reasons[reason] += count
+                self.summary.redactions += redactions or 0
+
+
+def _gone_or_changed(source: dict[str, Any]) -> bool:
+    """A known source whose file is no longer at its recorded path (so it may have moved)."""
+    path = Path(source["path"])
+    if not path.exists():
+        return True
+    try:
+        info = sniff(path)
+    except OSError:
+        return True
+    return info.fingerprint != source["fingerprint"]
+
+
+def _unique_id(fingerprint: str, taken: set[str]) -> str:
+    base = fingerprint[:12]
+    candidate, n = base, 1
+    while candidate in taken:
+        n += 1
+        candidate = f"{base}-{n}"
+    return candidate
+
+
+def ingest(
+    db_path: str | os.PathLike[str],
+    paths: Iterable[str | Path],
+    options: Options | None = None,
+    progress: Progress | None = None,
+) -> Summary:
+    """Ingest ``paths`` into the database at ``db_path``."""
+    db = store.connect(db_path)
+    try:
+        return Ingester(db, options, progress).ingest(paths)
+    finally:
+        db.conn.close()

@@ -1,0 +1,49 @@
+"""Replay ledger files through the budget without a database: sessions out, nothing stored."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from .dialects import TRACE
+from .files import discover, read_lines, sniff
+from .ingest import Options, task_class_for
+from .source import SourceFold
+
+
+def replay(
+    paths: Iterable[str | Path], options: Options | None = None
+) -> Iterator[tuple[list[dict[str, Any]], list[dict[str, Any]]]]:
+    """For each file: its sessions' rows and the records it put aside, as ingest would store."""
+    options = options or Options()
+    fold = options.make_fold()
+    for path in discover(paths):
+        info = sniff(path, options.max_line, options.dialect)
+        source_id = (info.fingerprint or "")[:12]
+        source = SourceFold(
+            fold, source_id, str(path), info.dialect or "unknown", task_class_for(path, options)
+        )
+        errors: list[dict[str, Any]] = []
+        if info.fingerprint is None:
+            pass  # nothing complete to read yet
+        elif info.dialect is None:
+            source.error(1, 0, info.problem or "cannot tell the dialect", b"")
+        elif info.dialect == TRACE:
+            source.feed_document(path.read_bytes())
+        else:
+            with path.open("rb") as f:
+                offset = 0
+                while True:
+                    lines, offset = read_lines(f, offset, 10_000, options.max_line)
+                    if not lines:
+                        break
+                    for line in lines:
+                        if line.oversize:
+                            source.cursor.line += 1
+                            source.error(source.cursor.line, line.offset, "line too long", b"")
+                        else:
+                            source.feed_line(line.raw, line.offset)
+                    errors.extend(source.take()[0].errors)
+        errors.extend(source.take()[0].errors)
+        yield [s.row() for s in source.sessions.values()], errors

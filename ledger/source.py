@@ -1,0 +1,201 @@
+"""One ledger file's records, routed to their sessions. Pure: lines in, rows out.
+
+The position in the file (:class:`Cursor`) and the open sessions are plain data that the store
+saves in the same transaction as the rows they produced, so an ingest can stop anywhere and
+carry on later as if it had never stopped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .dialects import (
+    GATE,
+    NATIVE,
+    Record,
+    RecordError,
+    gate_record,
+    native_record,
+    parse_json,
+    trace_rounds,
+)
+from .fold import Fold, Session
+
+RAW_MAX = 500
+BOM = b"\xef\xbb\xbf"
+
+#: Given a native session id, the source that already owns it (None if nobody does).
+OwnerLookup = Callable[[str], "str | None"]
+
+
+@dataclass
+class Cursor:
+    """How far into a source the fold has got."""
+
+    line: int = 0
+    gate_runs: int = 0
+    gate_last_step: int = 0
+    blank_lines: int = 0
+
+    def to_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+@dataclass
+class Output:
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    incidents: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[dict[str, Any]] = field(default_factory=list)
+
+
+class SourceFold:
+    def __init__(
+        self,
+        fold: Fold,
+        source_id: str,
+        path: str,
+        dialect: str,
+        task_class: str | None,
+        cursor: Cursor | None = None,
+        sessions: dict[str, Session] | None = None,
+        owner_of: OwnerLookup | None = None,
+    ) -> None:
+        self.fold = fold
+        self.source_id = source_id
+        self.path = path
+        self.dialect = dialect
+        self.task_class = task_class
+        self.cursor = cursor or Cursor()
+        self.sessions: dict[str, Session] = sessions if sessions is not None else {}
+        self.owner_of = owner_of or (lambda _sid: None)
+        self.out = Output()
+        self.touched: set[str] = set()
+
+    # -- JSONL -----------------------------------------------------------------------------
+
+    def feed_line(self, raw: bytes, offset: int) -> None:
+        """One complete line (without its newline) starting at byte ``offset``."""
+        self.cursor.line += 1
+        line = self.cursor.line
+        if line == 1 and raw.startswith(BOM):
+            raw = raw[len(BOM):]
+        raw = raw.rstrip(b"\r")
+        if not raw.strip():
+            self.cursor.blank_lines += 1
+            return
+        try:
+            record = self._record(parse_json(raw))
+            session = self._session_for(record)
+        except RecordError as exc:
+            self.error(line, offset, str(exc), raw)
+            return
+        self._step(session, record, line, offset)
+
+    def error(self, line: int | None, offset: int | None, reason: str, raw: bytes) -> None:
+        text = raw[: RAW_MAX * 4].decode("utf-8", "replace")
+        text, _ = self.fold.redact(text)
+        if len(text) > RAW_MAX:
+            text = text[: RAW_MAX - 1] + "…"
+        self.out.errors.append(
+            {
+                "source_id": self.source_id,
+                "path": self.path,
+                "line": line,
+                "offset": offset,
+                "reason": reason,
+                "raw": text,
+            }
+        )
+
+    def _record(self, value: Any) -> Record:
+        if self.dialect == NATIVE:
+            return native_record(value)
+        if self.dialect == GATE:
+            return gate_record(value)
+        raise RecordError(f"the {self.dialect} dialect is not line-based")
+
+    def _session_for(self, record: Record) -> Session:
+        if self.dialect == GATE:
+            assert record.step is not None
+            if not self.cursor.gate_runs or record.step <= self.cursor.gate_last_step:
+                self.cursor.gate_runs += 1
+            self.cursor.gate_last_step = record.step
+            return self._open(f"{self.source_id}-{self.cursor.gate_runs}", None)
+        assert record.session is not None
+        session_id = record.session
+        if session_id not in self.sessions:
+            owner = self.owner_of(session_id)
+            if owner is not None and owner != self.source_id:
+                raise RecordError(
+                    f"session {session_id!r} already belongs to another ledger file "
+                    f"(source {owner}); session ids must be unique to one file"
+                )
+        return self._open(session_id, record.task_class)
+
+    def _open(self, session_id: str, task_class: str | None, task: str | None = None) -> Session:
+        session = self.sessions.get(session_id)
+        if session is None:
+            session = self.fold.new_session(
+                session_id,
+                source_id=self.source_id,
+                source_path=self.path,
+                dialect=self.dialect,
+                task_class=task_class or self.task_class,
+                task=task,
+            )
+            self.sessions[session_id] = session
+        elif task_class and session.state.events == 0:
+            session.task_class = task_class
+        return session
+
+    def _step(self, session: Session, record: Record, line: int | None, offset: int | None) -> None:
+        if record.task_class and session.state.events == 0:
+            session.task_class = record.task_class
+        row, closed = self.fold.step(session, record.event, line, offset)
+        self.out.steps.append(row)
+        self.out.incidents.extend(closed)
+        self.touched.add(session.session_id)
+
+    # -- whole documents ---------------------------------------------------------------------
+
+    def feed_document(self, raw: bytes) -> None:
+        """A trace (seed 000): one JSON document holding one session."""
+        if raw.startswith(BOM):
+            raw = raw[len(BOM):]
+        try:
+            header, rounds = trace_rounds(parse_json(raw))
+        except RecordError as exc:
+            self.error(_error_line(str(exc)), 0, str(exc), raw)
+            return
+        task_class = header.get("task_class") if isinstance(header.get("task_class"), str) else None
+        task = header.get("task") if isinstance(header.get("task"), str) else None
+        session = self._open(self.source_id, task_class)
+        session.task = self.fold.clean(session, task)
+        for index, item in rounds:
+            if isinstance(item, RecordError):
+                self.error(None, None, f"rounds[{index - 1}]: {item}", b"")
+                continue
+            self._step(session, item, None, None)
+        self.cursor.line = raw.count(b"\n") + 1
+
+    def take(self) -> tuple[Output, list[Session]]:
+        """The rows produced since the last take, and the sessions they touched."""
+        out, self.out = self.out, Output()
+        touched = [self.sessions[sid] for sid in sorted(self.touched)]
+        self.touched = set()
+        for session in touched:
+            out.incidents.extend(session.open_incidents())
+        return out, touched
+
+
+def _error_line(reason: str) -> int | None:
+    """The line number inside a JSON decoding error message, if there is one."""
+    marker = "(line "
+    if marker in reason:
+        number = reason.split(marker, 1)[1].split(" ", 1)[0]
+        if number.isdigit():
+            return int(number)
+    return None
+

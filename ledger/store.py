@@ -1,0 +1,255 @@
+"""The SQLite side: connection settings, ordered migrations, and the writes of one batch.
+
+Every batch of rows is written in one ``BEGIN IMMEDIATE`` transaction together with the
+source's new offset and the sessions' resumable state, so a killed ingest loses nothing that
+was committed and never commits half a batch (exactly-once effects from at-least-once reads).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from .reasons import DECISION_TABLE
+
+BUSY_TIMEOUT_MS = 60_000
+
+Migration = Callable[[sqlite_utils.Database], None]
+
+
+def connect(path: str | Path) -> sqlite_utils.Database:
+    """Open (creating if needed) a ledger database, migrated to the current schema."""
+    conn = sqlite3.connect(str(path), isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    db = sqlite_utils.Database(conn)
+    migrate(db)
+    return db
+
+
+@contextmanager
+def immediate(db: sqlite_utils.Database) -> Iterator[sqlite3.Connection]:
+    """A write transaction that takes the write lock up front (never a deferred upgrade)."""
+    conn = db.conn
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+# --- migrations ----------------------------------------------------------------------------
+
+
+def _m001_initial(db: sqlite_utils.Database) -> None:
+    db["sources"].create(
+        {
+            "source_id": str, "path": str, "dialect": str, "task_class": str,
+            "fingerprint": str, "check_hash": str, "offset": int, "size": int,
+            "mtime": float, "lines": int, "blank_lines": int, "fold_digest": str,
+            "cursor": str, "first_ingested_at": str, "ingested_at": str,
+        },
+        pk="source_id",
+    )
+    db["sessions"].create(
+        {
+            "session_id": str, "task_class": str, "task": str, "dialect": str,
+            "source_id": str, "source_path": str, "started_at": str, "ended_at": str,
+            "stop_reason": str, "stop_at": int, "stop_detail": str,
+            "recorded_stop": str, "vendor_stop": str,
+            "events": int, "rounds": int, "steps": int, "tool_calls": int,
+            "output_tokens": int, "tool_errors": int, "writes": int, "elapsed_s": float,
+            "events_after_stop": int, "redactions": int, "budget": str, "budget_digest": str,
+        },
+        pk="session_id",
+    )
+    db["steps"].create(
+        {
+            "session_id": str, "idx": int, "action": str, "tool": str, "detail": str,
+            "tool_calls": int, "output_tokens": int, "tool_error": int,
+            "observation_hash": str, "vendor_stop": str, "outcome": str, "ts": str,
+            "elapsed_s": float, "total_rounds": int, "total_steps": int,
+            "total_tool_calls": int, "total_output_tokens": int, "consecutive_errors": int,
+            "total_writes": int, "stop_reason": str, "after_stop": int,
+            "source_id": str, "source_line": int, "source_offset": int,
+        },
+        pk=("session_id", "idx"),
+    )
+    db["incidents"].create(
+        {
+            "session_id": str, "kind": str, "start_idx": int, "end_idx": int, "length": int,
+            "key": str, "detail": str, "output_tokens": int, "tool_calls": int,
+            "blocked": int, "task_class": str, "started_at": str, "ended_at": str,
+        },
+        pk=("session_id", "kind", "start_idx"),
+    )
+    db["ingest_errors"].create(
+        {
+            "id": int, "source_id": str, "path": str, "line": int, "offset": int,
+            "reason": str, "raw": str,
+        },
+        pk="id",
+    )
+    db["fold_state"].create({"session_id": str, "source_id": str, "state": str}, pk="session_id")
+    db["stop_reasons"].create(
+        {
+            "reason": str, "seed": str, "must_observe": str, "safe_action": str,
+            "fail_closed_if_missing": str, "description": str,
+        },
+        pk="reason",
+    )
+    for table, columns in (
+        ("sessions", ["task_class"]),
+        ("sessions", ["stop_reason"]),
+        ("sessions", ["recorded_stop"]),
+        ("sessions", ["source_id"]),
+        ("sessions", ["started_at"]),
+        ("steps", ["source_id"]),
+        ("incidents", ["kind", "length"]),
+        ("ingest_errors", ["source_id"]),
+        ("fold_state", ["source_id"]),
+    ):
+        db[table].create_index(columns)
+    _write_stop_reasons(db)
+
+
+def _write_stop_reasons(db: sqlite_utils.Database) -> None:
+    db.conn.executemany(
+        "INSERT OR REPLACE INTO stop_reasons VALUES (?, ?, ?, ?, ?, ?)",
+        [
+            (d.reason.value, d.seed, d.must_observe, d.safe_action,
+             d.fail_closed_if_missing, d.description)
+            for d in DECISION_TABLE
+        ],
+    )
+
+
+#: Ordered and append-only: never edit a migration that has shipped, add a new one.
+MIGRATIONS: Sequence[tuple[str, Migration]] = (("001_initial", _m001_initial),)
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def migrate(db: sqlite_utils.Database) -> list[str]:
+    """Apply pending migrations in order, in one immediate transaction (safe with concurrent
+    ingests: the second process waits, then finds nothing to do). Returns the names applied."""
+    conn = db.conn
+    (version,) = conn.execute("PRAGMA user_version").fetchone()
+    if version == SCHEMA_VERSION:
+        return []
+    if version > SCHEMA_VERSION:
+        raise sqlite3.DatabaseError(
+            f"database schema version {version} is newer than this agent-ledger "
+            f"({SCHEMA_VERSION}); upgrade agent-ledger"
+        )
+    applied: list[str] = []
+    with immediate(db):
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT)"
+        )
+        done = {row[0] for row in conn.execute("SELECT name FROM _migrations")}
+        for name, migration in MIGRATIONS:
+            if name in done:
+                continue
+            migration(db)
+            conn.execute("INSERT INTO _migrations VALUES (?, ?)", (name, now()))
+            applied.append(name)
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    return applied
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+# --- batch writes --------------------------------------------------------------------------
+
+
+def _upsert(conn: sqlite3.Connection, table: str, rows: Sequence[dict[str, Any]]) -> None:
+    if not rows:
+        return
+    columns = list(rows[0])
+    sql = (
+        f"INSERT OR REPLACE INTO [{table}] ({', '.join(f'[{c}]' for c in columns)}) "
+        f"VALUES ({', '.join('?' for _ in columns)})"
+    )
+    conn.executemany(sql, [tuple(row[c] for c in columns) for row in rows])
+
+
+def write_batch(
+    conn: sqlite3.Connection,
+    *,
+    steps: Sequence[dict[str, Any]],
+    incidents: Sequence[dict[str, Any]],
+    errors: Sequence[dict[str, Any]],
+    sessions: Sequence[dict[str, Any]],
+    states: Sequence[tuple[str, str, dict[str, Any]]],
+    source: dict[str, Any],
+) -> None:
+    """Write one batch. Call inside :func:`immediate`."""
+    _upsert(conn, "steps", steps)
+    _upsert(conn, "incidents", incidents)
+    if errors:
+        columns = list(errors[0])
+        conn.executemany(
+            f"INSERT INTO ingest_errors ({', '.join(columns)}) "
+            f"VALUES ({', '.join('?' for _ in columns)})",
+            [tuple(e[c] for c in columns) for e in errors],
+        )
+    _upsert(conn, "sessions", sessions)
+    _upsert(
+        conn,
+        "fold_state",
+        [
+            {"session_id": sid, "source_id": src, "state": json.dumps(state)}
+            for sid, src, state in states
+        ],
+    )
+    _upsert(conn, "sources", [source])
+
+
+def forget_source(conn: sqlite3.Connection, source_id: str) -> None:
+    """Delete everything that came from one source (before it is read again from the start)."""
+    sessions = "SELECT session_id FROM sessions WHERE source_id = ?"
+    conn.execute(f"DELETE FROM incidents WHERE session_id IN ({sessions})", (source_id,))
+    conn.execute("DELETE FROM steps WHERE source_id = ?", (source_id,))
+    conn.execute("DELETE FROM fold_state WHERE source_id = ?", (source_id,))
+    conn.execute("DELETE FROM sessions WHERE source_id = ?", (source_id,))
+    conn.execute("DELETE FROM ingest_errors WHERE source_id = ?", (source_id,))
+    conn.execute("DELETE FROM sources WHERE source_id = ?", (source_id,))
+
+
+def source_row(conn: sqlite3.Connection, source_id: str) -> dict[str, Any] | None:
+    cursor = conn.execute("SELECT * FROM sources WHERE source_id = ?", (source_id,))
+    row = cursor.fetchone()
+    if row is None:
+        return None
+    return dict(zip([d[0] for d in cursor.description], row, strict=True))
+
+
+def all_sources(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+    cursor = conn.execute("SELECT * FROM sources")
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+def load_states(conn: sqlite3.Connection, source_id: str) -> list[dict[str, Any]]:
+    rows = conn.execute("SELECT state FROM fold_state WHERE source_id = ?", (source_id,))
+    return [json.loads(state) for (state,) in rows]
+
+
+def session_owner(conn: sqlite3.Connection, session_id: str) -> str | None:
+    row = conn.execute(
+        "SELECT source_id FROM sessions WHERE session_id = ?", (session_id,)
+    ).fetchone()
+    return row[0] if row else None

@@ -1,0 +1,36 @@
+"""Shared test helpers (fixtures live in conftest.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "sample_ledgers"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def rows(db_path: Path, sql: str, params: Iterable[Any] = ()) -> list[dict[str, Any]]:
+    db = sqlite_utils.Database(db_path)
+    try:
+        return list(db.query(sql, list(params)))
+    finally:
+        db.conn.close()
+
+
+def dump(db_path: Path) -> dict[str, list[dict[str, Any]]]:
+    """Everything a user can see in the database, in a stable order, minus ingest times."""
+    tables = {
+        "sessions": "select * from sessions order by session_id",
+        "steps": "select * from steps order by session_id, idx",
+        "incidents": "select * from incidents order by session_id, kind, start_idx",
+        "ingest_errors": "select source_id, path, line, offset, reason, raw from ingest_errors "
+        "order by source_id, offset, line, reason",
+        "sources": "select source_id, path, dialect, fingerprint, offset, lines, cursor "
+        "from sources order by source_id",
+        "fold_state": "select * from fold_state order by session_id",
+    }
+    return {name: rows(db_path, sql) for name, sql in tables.items()}

@@ -1,0 +1,221 @@
+"""Dialects: what each input format is read as, and what is refused, with which reason."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+import pytest
+
+from ledger.dialects import (
+    GATE,
+    NATIVE,
+    TRACE,
+    RecordError,
+    detect,
+    gate_record,
+    native_record,
+    parse_json,
+    parse_ts,
+    trace_rounds,
+)
+
+
+@pytest.mark.parametrize(
+    ("first", "dialect"),
+    [
+        ({"task": "x", "rounds": []}, TRACE),
+        ({"rounds": [{"tool_calls": []}]}, TRACE),
+        ({"step": 1, "action": "think", "detail": "", "writes": 0, "elapsed_s": 0.0}, GATE),
+        ({"session": "s1", "type": "round"}, NATIVE),
+        ({"session": "s1", "type": "action", "action": "read"}, NATIVE),
+        ({"session": "s1", "type": "bogus"}, None),
+        ({"hello": "world"}, None),
+        ([1, 2], None),
+        ("text", None),
+    ],
+)
+def test_detect(first, dialect) -> None:
+    assert detect(first) == dialect
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        (b"\xff\xfe{}", "invalid UTF-8 at byte 0"),
+        (b'{"a": NaN}', "NaN is not valid JSON"),
+        (b'{"a": Infinity}', "Infinity is not valid JSON"),
+        (b'{"a": -Infinity}', "-Infinity is not valid JSON"),
+        (b'{"a": "\\ud800"}', "lone surrogate"),
+        (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+        (b'{"a": 1', "invalid JSON: Expecting ',' delimiter (column 8)"),
+        (b"{\n\n 1}", "invalid JSON: Expecting property name enclosed in double quotes (line 3"),
+        (b'{"a":"x\x00"}', "invalid JSON: Invalid control character"),
+    ],
+)
+def test_parse_json_refuses_with_a_reason(raw, reason) -> None:
+    with pytest.raises(RecordError) as caught:
+        parse_json(raw)
+    assert reason in str(caught.value)
+
+
+def test_parse_json_accepts_surrogate_pairs_and_duplicate_keys_last_wins() -> None:
+    assert parse_json(b'{"a": "\\ud83d\\ude00"}') == {"a": "\U0001f600"}
+    assert parse_json(b'{"a": 1, "a": 2}') == {"a": 2}
+
+
+# --- gate (seed 002) ------------------------------------------------------------------------
+
+
+def test_gate_record_reads_the_seed_line() -> None:
+    record = gate_record(
+        {"step": 3, "action": "retry", "detail": "tool:read", "writes": 0, "elapsed_s": 4.812}
+    )
+    assert record.step == 3
+    assert (record.event.action, record.event.detail, record.event.elapsed_s) == (
+        "retry", "tool:read", 4.812)
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        ({"step": "three", "action": "read"}, "field 'step' must be a whole number, got string"),
+        ({"step": 0, "action": "read"}, "field 'step' must be 1 or more"),
+        ({"step": -2, "action": "read"}, "field 'step' must not be negative"),
+        ({"action": "read"}, "missing field 'step'"),
+        ({"step": 1}, "missing field 'action'"),
+        ({"step": 1, "action": "deploy"}, "unknown action 'deploy'"),
+        ({"step": 1, "action": "read", "elapsed_s": "soon"}, "field 'elapsed_s' must be a number"),
+        ({"step": 1, "action": "read", "elapsed_s": -1}, "field 'elapsed_s' must not be negative"),
+        ({"step": 1, "action": "read", "writes": 2**63}, "field 'writes' is too large"),
+        ({"step": 1, "action": "read", "detail": 5}, "field 'detail' must be a string"),
+        ([1], "expected a JSON object, got array"),
+        ("x", "expected a JSON object, got string"),
+    ],
+)
+def test_gate_record_refuses(line, reason) -> None:
+    with pytest.raises(RecordError, match=reason):
+        gate_record(line)
+
+
+# --- native -----------------------------------------------------------------------------------
+
+
+def test_native_round() -> None:
+    record = native_record(
+        {"session": "s1", "type": "round", "ts": "2026-11-29T22:00:00Z", "task_class": "bugfix",
+         "tool_calls": [{"name": "a"}, {"name": "b"}], "output_tokens": 12,
+         "observation": "ok", "tool_error": False, "vendor_stop": "end_turn"}
+    )
+    event = record.event
+    assert (record.session, record.task_class) == ("s1", "bugfix")
+    assert (event.action, event.tool_calls, event.output_tokens) == ("round", 2, 12)
+    assert (event.observation, event.tool_error, event.vendor_stop) == ("ok", False, "end_turn")
+    assert event.at == parse_ts("2026-11-29T22:00:00+00:00")
+
+
+def test_native_tool_calls_may_be_a_count() -> None:
+    assert native_record({"session": "s", "type": "round", "tool_calls": 4}).event.tool_calls == 4
+
+
+def test_native_end_outcome_must_be_a_stop_reason() -> None:
+    record = native_record({"session": "s", "type": "end", "outcome": "user_cancel"})
+    assert (record.event.action, record.event.outcome) == ("end", "user_cancel")
+    with pytest.raises(RecordError, match="unknown outcome 'done'"):
+        native_record({"session": "s", "type": "end", "outcome": "done"})
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        ({"type": "round"}, "field 'session' must be a non-empty string"),
+        ({"session": "  ", "type": "round"}, "field 'session' must be a non-empty string"),
+        ({"session": 7, "type": "round"}, "field 'session' must be a non-empty string"),
+        ({"session": "s", "type": "turn"}, "unknown type 'turn'"),
+        ({"session": "s", "type": "action"}, "missing field 'action'"),
+        ({"session": "s", "type": "action", "action": "delete"}, "unknown action 'delete'"),
+        ({"session": "s", "type": "round", "output_tokens": -5}, "must not be negative"),
+        ({"session": "s", "type": "round", "output_tokens": 1.5}, "must be a whole number"),
+        ({"session": "s", "type": "round", "output_tokens": True}, "must be a whole number"),
+        ({"session": "s", "type": "round", "tool_error": "yes"}, "must be true or false"),
+        ({"session": "s", "type": "round", "ts": "yesterday"}, "not an ISO-8601 timestamp"),
+        ({"session": "s", "type": "round", "observation": ["x"]}, "must be a string"),
+    ],
+)
+def test_native_record_refuses(line, reason) -> None:
+    with pytest.raises(RecordError, match=reason):
+        native_record(line)
+
+
+def test_native_ignores_unknown_fields() -> None:
+    record = native_record({"session": "s", "type": "round", "future_field": {"x": 1}})
+    assert record.event.action == "round"
+
+
+BASE = datetime(2026, 11, 29, 22, 0, 0, tzinfo=timezone.utc).timestamp()
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("2026-11-29T22:00:00Z", BASE),
+        ("2026-11-29T22:00:00+00:00", BASE),
+        ("2026-11-29T23:00:00+01:00", BASE),
+        ("2026-11-29T22:00:00", BASE),  # naive is UTC
+        ("2026-11-29T22:00:00.250Z", BASE + 0.25),
+    ],
+)
+def test_parse_ts(text, seconds) -> None:
+    assert parse_ts(text) == seconds
+
+
+# --- trace (seed 000) -------------------------------------------------------------------------
+
+
+def test_trace_rounds_mirror_seed_000_field_handling() -> None:
+    header, rounds = trace_rounds(
+        {"task": "t", "rounds": [
+            {"tool_calls": [{"name": "read_file"}], "output_tokens": 400, "observation": "x"},
+            {"output_tokens": None, "tool_error": 1, "vendor_stop": ""},
+            {"output_tokens": "12", "observation": None},
+            {"output_tokens": 7.9},
+        ]}
+    )
+    events = [record.event for _, record in rounds]
+    assert header == {"task": "t"}
+    assert [e.tool_calls for e in events] == [1, 0, 0, 0]
+    assert [e.output_tokens for e in events] == [400, 0, 12, 7]
+    assert [e.observation for e in events] == ["x", "", "", ""]
+    assert [e.tool_error for e in events] == [False, True, False, False]
+    assert [e.vendor_stop for e in events] == [None, None, None, None]
+    assert events[0].tool == "read_file"
+
+
+@pytest.mark.parametrize(
+    ("round_", "reason"),
+    [
+        ({"tool_calls": 3}, "field 'tool_calls' must be an array"),
+        ({"output_tokens": "many"}, "field 'output_tokens' must be a number"),
+        ({"output_tokens": -1}, "out of range"),
+        ({"observation": {"a": 1}}, "field 'observation' must be a string"),
+        ([], "expected a JSON object"),
+    ],
+)
+def test_a_bad_trace_round_is_an_error_for_that_round_only(round_, reason) -> None:
+    _, rounds = trace_rounds({"rounds": [{"observation": "ok"}, round_, {"observation": "ok"}]})
+    results = [item for _, item in rounds]
+    assert isinstance(results[1], RecordError)
+    assert reason in str(results[1])
+    assert not isinstance(results[0], RecordError) and not isinstance(results[2], RecordError)
+
+
+def test_non_string_vendor_stop_fails_closed_like_the_seed() -> None:
+    _, rounds = trace_rounds({"rounds": [{"vendor_stop": {"code": 7}}, {"vendor_stop": False}]})
+    first, second = (record.event.vendor_stop for _, record in rounds)
+    assert first == json.dumps({"code": 7})
+    assert second is None
+
+
+def test_a_trace_needs_rounds() -> None:
+    with pytest.raises(RecordError, match="a trace needs a 'rounds' array"):
+        trace_rounds({"task": "t", "rounds": {}})

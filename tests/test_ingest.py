@@ -1,0 +1,295 @@
+"""Ingest: files into the database, exactly once, whatever happens to the files."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ledger.budget import Budget
+from ledger.files import LedgerPathError
+from ledger.ingest import Options, ingest
+from ledger.reasons import StopReason
+from tests.helpers import dump, rows
+
+EXPECTED_SAMPLE_STOPS = {
+    # session: (task_class, dialect, stop_reason, stop_at, recorded_stop)
+    "bf-0001": ("bugfix", "native", "tool_error_budget", 4, "tool_error_budget"),
+    "bf-0002": ("bugfix", "native", "task_complete", None, "task_complete"),
+    "bf-0003": ("bugfix", "native", "unknown_vendor", 3, "unknown_vendor"),
+    "bf-0004": ("bugfix", "native", "task_complete", None, "user_cancel"),
+    "bf-0005": ("bugfix", "native", "no_progress", 4, None),
+    "bf-0006": ("bugfix", "native", "max_tool_calls", 5, None),
+}
+
+
+def by_id(db_path: Path) -> dict[str, dict]:
+    return {r["session_id"]: r for r in rows(db_path, "select * from sessions")}
+
+
+def test_sample_ledgers_native_sessions(sample_db: Path) -> None:
+    sessions = by_id(sample_db)
+    for session_id, expected in EXPECTED_SAMPLE_STOPS.items():
+        s = sessions[session_id]
+        got = (s["task_class"], s["dialect"], s["stop_reason"], s["stop_at"], s["recorded_stop"])
+        assert got == expected, session_id
+
+
+def test_sample_ledgers_gate_runs_are_split_on_step_one(sample_db: Path) -> None:
+    gate = sorted(
+        (s for s in by_id(sample_db).values() if s["dialect"] == "gate"),
+        key=lambda s: s["session_id"],
+    )
+    assert [(s["stop_reason"], s["stop_at"], s["steps"]) for s in gate] == [
+        ("task_complete", None, 4),
+        ("max_writes", 4, 4),
+        ("max_steps", 9, 9),
+        ("retry_near_ceiling", 7, 7),
+        ("max_seconds", 3, 3),
+    ]
+    assert {s["task_class"] for s in gate} == {"docs"}
+    assert all(s["session_id"].endswith(f"-{n}") for n, s in enumerate(gate, 1))
+
+
+def test_sample_ledgers_traces(sample_db: Path) -> None:
+    traces = {s["task"]: s for s in by_id(sample_db).values() if s["dialect"] == "trace"}
+    seed = traces["rename getUser to fetchUser across api and tests"]
+    assert (seed["stop_reason"], seed["stop_at"], seed["recorded_stop"]) == (
+        "no_progress", 3, "no_progress")
+    assert (seed["rounds"], seed["tool_calls"], seed["output_tokens"]) == (3, 4, 1500)
+    stops = sorted((s["stop_reason"], s["recorded_stop"]) for s in traces.values())
+    assert stops == [
+        ("max_output_tokens", "max_output_tokens"),
+        ("max_rounds", "max_rounds"),
+        ("no_progress", "no_progress"),
+        ("task_complete", "task_complete"),
+    ]
+
+
+def test_sample_ledgers_cover_every_stop_reason(sample_db: Path) -> None:
+    seen = {r["reason"] for r in rows(
+        sample_db,
+        "select stop_reason as reason from sessions union select recorded_stop from sessions",
+    )}
+    assert {r.value for r in StopReason} <= seen
+
+
+def test_sample_ledgers_incidents(sample_db: Path) -> None:
+    incidents = rows(sample_db, "select * from incidents order by kind, session_id")
+    kinds = [(i["kind"], i["session_id"], i["length"]) for i in incidents]
+    assert ("retry_storm", "bf-0005", 3) in kinds
+    assert ("unknown_vendor", "bf-0003", 1) in kinds
+    storm = next(i for i in incidents if i["kind"] == "retry_storm" and i["blocked"])
+    assert (storm["key"], storm["length"]) == ("tool:read", 5)
+    seed = next(
+        i for i in incidents if i["kind"] == "no_progress" and i["task_class"] == "refactor"
+    )
+    assert (seed["length"], seed["output_tokens"], seed["tool_calls"]) == (2, 200, 1)
+    assert seed["detail"] == "patched api.py; tests still import getUser"
+
+
+def test_the_stopping_step_is_marked_and_later_steps_kept(sample_db: Path) -> None:
+    steps = rows(sample_db, "select * from steps where session_id = 'bf-0005' order by idx")
+    assert [s["stop_reason"] for s in steps] == [None, None, None, "no_progress", None, None]
+    assert [s["after_stop"] for s in steps] == [0, 0, 0, 0, 1, 1]
+    assert [s["consecutive_errors"] for s in steps] == [0, 0, 1, 2, 3, 4]
+    assert steps[-1]["source_line"] == 24
+
+
+def test_malformed_line_is_kept_with_file_line_and_reason(sample_db: Path) -> None:
+    (error,) = rows(sample_db, "select * from ingest_errors")
+    assert error["path"].endswith("bugfix/night-run.jsonl")
+    assert error["line"] == 13
+    assert error["reason"].startswith("invalid JSON: Unterminated string")
+    assert error["raw"].startswith('{"ts": "2026-11-29T22:01:10.000Z", "session": "bf-0003"')
+    # The good lines on both sides of it were ingested.
+    lines = {r["source_line"] for r in rows(
+        sample_db, "select source_line from steps where source_id = ?", [error["source_id"]])}
+    assert {12, 14} <= lines
+
+
+def test_stop_reasons_table_holds_the_decision_table(sample_db: Path) -> None:
+    table = {r["reason"]: r for r in rows(sample_db, "select * from stop_reasons")}
+    assert set(table) == {r.value for r in StopReason}
+    assert table["unknown_vendor"]["safe_action"] == "Keep paid path; do not guess"
+    assert table["no_progress"]["fail_closed_if_missing"] == (
+        "You only log model text, not observations")
+    assert table["max_steps"]["seed"] == "002"
+
+
+def test_the_budget_is_stored_with_each_session(samples: Path, db_path: Path) -> None:
+    ingest(db_path, [samples], Options(budget=Budget(max_rounds=20)))
+    budgets = {r["budget"] for r in rows(db_path, "select budget from sessions")}
+    assert len(budgets) == 1
+    assert json.loads(budgets.pop())["max_rounds"] == 20
+
+
+def test_reingest_changes_nothing(sample_db: Path, samples: Path) -> None:
+    before = dump(sample_db)
+    summary = ingest(sample_db, [samples, samples / "seed-trace.json"])
+    assert (summary.steps, summary.errors, summary.unchanged_files) == (0, 0, 6)
+    assert dump(sample_db) == before
+
+
+def test_another_budget_refolds_every_file(sample_db: Path, samples: Path) -> None:
+    summary = ingest(sample_db, [samples], Options(budget=Budget(max_rounds=3)))
+    assert summary.new_files == 6
+    assert any("budget or vendor map changed" in n for n in summary.notices)
+    sessions = by_id(sample_db)
+    assert len(sessions) == 15
+    seed = next(s for s in sessions.values() if s["task"] and "getUser" in s["task"])
+    assert (seed["stop_reason"], seed["stop_at"]) == ("max_rounds", 3)
+    assert rows(sample_db, "select count(*) as n from ingest_errors")[0]["n"] == 1
+
+
+def test_appended_lines_continue_a_session(samples: Path, db_path: Path, write_jsonl) -> None:
+    ledger = samples / "bugfix" / "night-run.jsonl"
+    ingest(db_path, [ledger])
+    write_jsonl(ledger, [{"session": "bf-0002", "type": "action", "action": "write"}] * 2, "a")
+    summary = ingest(db_path, [ledger])
+    assert (summary.updated_files, summary.lines, summary.steps) == (1, 2, 2)
+    bf2 = by_id(db_path)["bf-0002"]
+    assert (bf2["writes"], bf2["stop_reason"], bf2["stop_at"]) == (3, "max_writes", 8)
+
+
+def test_incremental_equals_one_shot(samples: Path, tmp_path: Path) -> None:
+    ledger = samples / "bugfix" / "night-run.jsonl"
+    data = ledger.read_bytes()
+    whole = tmp_path / "whole.db"
+    ingest(whole, [ledger])
+    growing = tmp_path / "growing" / "bugfix" / "night-run.jsonl"
+    growing.parent.mkdir(parents=True)
+    growing.write_bytes(b"")
+    pieces = tmp_path / "pieces.db"
+    for cut in (1, 50, 700, 701, 2300, 4000, len(data)):
+        growing.write_bytes(data[:cut])
+        ingest(pieces, [growing])
+    a, b = dump(whole), dump(pieces)
+    for table in a:
+        for row in a[table] + b[table]:
+            row.pop("path", None)
+            row.pop("source_path", None)
+            if "state" in row:
+                row["state"] = json.loads(row["state"])
+                row["state"].pop("source_path")
+    assert a == b
+
+
+def test_partial_last_line_is_not_consumed(tmp_path: Path, db_path: Path) -> None:
+    ledger = tmp_path / "runs" / "l.jsonl"
+    ledger.parent.mkdir()
+    line = json.dumps({"session": "s", "type": "round", "output_tokens": 5})
+    ledger.write_text(line + "\n" + line[:20])
+    summary = ingest(db_path, [ledger])
+    assert (summary.steps, summary.errors) == (1, 0)
+    assert rows(db_path, "select offset from sources")[0]["offset"] == len(line) + 1
+    ledger.write_text(line + "\n" + line + "\n")
+    summary = ingest(db_path, [ledger])
+    assert (summary.steps, summary.errors) == (1, 0)
+    assert by_id(db_path)["s"]["output_tokens"] == 10
+
+
+def test_a_file_with_no_complete_line_waits(tmp_path: Path, db_path: Path) -> None:
+    ledger = tmp_path / "l.jsonl"
+    ledger.write_text('{"session": "s", "type": "ro')
+    summary = ingest(db_path, [ledger])
+    assert summary.waiting == [str(ledger)]
+    assert rows(db_path, "select count(*) as n from sources")[0]["n"] == 0
+
+
+def test_truncated_file_is_read_again(samples: Path, db_path: Path) -> None:
+    ledger = samples / "docs" / "agent_ledger.jsonl"
+    ingest(db_path, [ledger])
+    lines = ledger.read_text().splitlines(keepends=True)
+    ledger.write_text("".join(lines[:4]))
+    summary = ingest(db_path, [ledger])
+    assert any("truncated" in n for n in summary.notices)
+    sessions = by_id(db_path)
+    assert len(sessions) == 1
+    assert rows(db_path, "select count(*) as n from steps")[0]["n"] == 4
+
+
+def test_rewritten_file_is_read_again(samples: Path, db_path: Path) -> None:
+    """Same first line, same length or longer, but the last lines read have changed."""
+    ledger = samples / "docs" / "agent_ledger.jsonl"
+    ingest(db_path, [ledger])
+    text = ledger.read_text()
+    ledger.write_text(text.replace('"tool:mkdocs build"', '"tool:mkdocs serve"') + text)
+    summary = ingest(db_path, [ledger])
+    assert any("rewritten" in n for n in summary.notices)
+    assert len(by_id(db_path)) == 10
+    details = {r["detail"] for r in rows(db_path, "select detail from steps")}
+    assert "tool:mkdocs serve" in details
+
+
+def test_replaced_file_is_read_again(samples: Path, db_path: Path, write_jsonl) -> None:
+    ledger = samples / "docs" / "agent_ledger.jsonl"
+    ingest(db_path, [ledger])
+    write_jsonl(ledger, [{"step": 1, "action": "think", "detail": "new file", "elapsed_s": 0}])
+    summary = ingest(db_path, [ledger])
+    assert any("replaced" in n for n in summary.notices)
+    assert [s["steps"] for s in by_id(db_path).values()] == [1]
+
+
+def test_moved_file_is_not_duplicated(samples: Path, db_path: Path, tmp_path: Path) -> None:
+    ledger = samples / "bugfix" / "night-run.jsonl"
+    ingest(db_path, [samples])
+    before = dump(db_path)
+    moved = tmp_path / "archive" / "bugfix" / "night-run-old.jsonl"
+    moved.parent.mkdir(parents=True)
+    shutil.move(ledger, moved)
+    summary = ingest(db_path, [samples, moved])
+    assert summary.steps == 0
+    assert any("moved from" in n for n in summary.notices)
+    after = dump(db_path)
+    assert len(after["steps"]) == len(before["steps"])
+    paths = {r["path"] for r in rows(db_path, "select path from sources")}
+    assert str(moved) in paths and str(ledger) not in paths
+
+
+def test_the_same_native_session_in_two_files_is_refused(
+    tmp_path: Path, db_path: Path, write_jsonl
+) -> None:
+    a = write_jsonl(tmp_path / "a.jsonl", [{"session": "s", "type": "round"}])
+    b = write_jsonl(tmp_path / "b.jsonl", [{"session": "t", "type": "round"},
+                                           {"session": "s", "type": "round"}])
+    summary = ingest(db_path, [a, b])
+    assert (summary.steps, summary.errors) == (2, 1)
+    (error,) = rows(db_path, "select * from ingest_errors")
+    assert "session 's' already belongs to another ledger file" in error["reason"]
+    assert error["line"] == 2
+
+
+def test_unknown_dialect_is_one_error(tmp_path: Path, db_path: Path) -> None:
+    odd = tmp_path / "odd.jsonl"
+    odd.write_text('{"hello": "world"}\n{"hello": "again"}\n')
+    binary = tmp_path / "blob.jsonl"
+    binary.write_bytes(b"\x00\x01\x02\n\xff\xfe\n")
+    summary = ingest(db_path, [odd, binary])
+    assert summary.errors == 2
+    reasons = sorted(r["reason"] for r in rows(db_path, "select reason from ingest_errors"))
+    assert reasons[0] == "binary file"
+    assert reasons[1].startswith("cannot tell the dialect")
+    assert ingest(db_path, [odd, binary]).errors == 0
+
+
+def test_missing_path_is_a_clear_error(tmp_path: Path, db_path: Path) -> None:
+    with pytest.raises(LedgerPathError, match="no such file or folder"):
+        ingest(db_path, [tmp_path / "nope"])
+
+
+def test_task_class_comes_from_event_then_option_then_folder(
+    tmp_path: Path, db_path: Path, write_jsonl
+) -> None:
+    ledger = write_jsonl(tmp_path / "nightly" / "l.jsonl", [
+        {"session": "a", "type": "round", "task_class": "from-event"},
+        {"session": "b", "type": "round"},
+    ])
+    ingest(db_path, [ledger])
+    assert {k: v["task_class"] for k, v in by_id(db_path).items()} == {
+        "a": "from-event", "b": "nightly"}
+    ingest(db_path, [ledger], Options(task_class="from-option", budget=Budget(max_rounds=5)))
+    assert {k: v["task_class"] for k, v in by_id(db_path).items()} == {
+        "a": "from-event", "b": "from-option"}
