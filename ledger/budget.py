@@ -260,8 +260,8 @@ def apply(state: State, event: Event) -> None:
     state.steps += 1
     if event.action == ROUND:
         state.rounds += 1
-        state.tool_calls += event.tool_calls
-        state.output_tokens += event.output_tokens
+        state.tool_calls += event.tool_calls or 0
+        state.output_tokens += event.output_tokens or 0
     elif event.action == "write":
         state.writes += 1
     if event.observation is not None:

@@ -186,12 +186,12 @@ def _action(obj: dict[str, Any]) -> str:
     return action
 
 
-def _tool_calls(value: Any) -> int:
-    """A list of tool calls (counted) or a count."""
+def _tool_calls(value: Any) -> int | None:
+    """A list of tool calls (counted) or a count; None when the log does not say."""
     if isinstance(value, list):
         return len(value)
     if value is None:
-        return 0
+        return None
     return _count({"tool_calls": value}, "tool_calls")
 
 
@@ -243,7 +243,7 @@ def native_record(value: Any) -> Record:
         event = Event(
             ROUND,
             tool_calls=_tool_calls(obj.get("tool_calls")),
-            output_tokens=_count(obj, "output_tokens"),
+            output_tokens=_count(obj, "output_tokens") if "output_tokens" in obj else None,
             **common,
         )
     elif kind == "action":
@@ -280,6 +280,7 @@ def _trace_round(value: Any) -> Record | RecordError:
         calls = obj.get("tool_calls", [])
         if not isinstance(calls, list):
             raise RecordError(f"field 'tool_calls' must be an array, got {_json_type(calls)}")
+        measured = obj.get("output_tokens") is not None
         tokens = obj.get("output_tokens") or 0
         if isinstance(tokens, (int, float)) and not isinstance(tokens, bool):
             if not math.isfinite(tokens):
@@ -301,8 +302,8 @@ def _trace_round(value: Any) -> Record | RecordError:
         return Record(
             Event(
                 ROUND,
-                tool_calls=len(calls),
-                output_tokens=tokens,
+                tool_calls=len(calls) if "tool_calls" in obj else None,
+                output_tokens=tokens if measured else None,
                 observation=observation,
                 tool_error=bool(obj.get("tool_error")),
                 vendor_stop=vendor or None,

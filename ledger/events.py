@@ -20,8 +20,8 @@ KINDS = (ROUND, *ACTIONS, *MARKERS)
 @dataclass(slots=True)
 class Event:
     action: str
-    tool_calls: int = 0
-    output_tokens: int = 0
+    tool_calls: int | None = None  # None: the log does not measure it (counted as 0)
+    output_tokens: int | None = None
     observation: str | None = None
     tool_error: bool | None = None
     vendor_stop: str | None = None
@@ -36,6 +36,33 @@ class Event:
     def is_step(self) -> bool:
         """Seed 002 counts every model call and every tool action as one step."""
         return self.action not in MARKERS
+
+
+#: The meters a log can carry (seed 000 step 4: a cap whose meter is absent cannot be honoured).
+METERS = (
+    "round_counter", "tool_calls", "output_tokens", "tool_errors", "observations",
+    "elapsed_time", "write_classification",
+)
+
+
+def meters_of(event: Event) -> set[str]:
+    """The meters this event carries."""
+    found = set()
+    if event.action == ROUND:
+        found.add("round_counter")
+    elif event.action in ACTIONS:
+        found.add("write_classification")
+    if event.tool_calls is not None:
+        found.add("tool_calls")
+    if event.output_tokens is not None:
+        found.add("output_tokens")
+    if event.tool_error is not None:
+        found.add("tool_errors")
+    if event.observation is not None:
+        found.add("observations")
+    if event.elapsed_s is not None:
+        found.add("elapsed_time")
+    return found
 
 
 def observation_hash(text: str) -> str:

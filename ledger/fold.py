@@ -15,7 +15,7 @@ from typing import Any
 from .budget import GATE, LOOP, Budget, Machine, State
 from .dialects import GATE as GATE_DIALECT
 from .dialects import TRACE
-from .events import Event
+from .events import METERS, Event, meters_of
 from .reasons import CONTINUE, StopReason
 from .vendors import classify
 
@@ -72,6 +72,7 @@ class Session:
     redactions: int = 0
     retry: Run | None = None
     repeat: Run | None = None
+    meters: list[str] = field(default_factory=list)
 
     def row(self) -> dict[str, Any]:
         """The ``sessions`` row as it stands now."""
@@ -101,6 +102,7 @@ class Session:
             "elapsed_s": s.elapsed_s,
             "events_after_stop": s.events - s.stop_at if s.stop_at else 0,
             "redactions": self.redactions,
+            "meters": ",".join(self.meters),
             "budget": self.budget.to_json(),
             "budget_digest": self.budget.digest,
         }
@@ -165,6 +167,9 @@ class Fold:
             if session.t0 is None:
                 session.t0 = event.at
             event.elapsed_s = round(event.at - session.t0, 3)
+        carried = meters_of(event)
+        if not carried.issubset(session.meters):
+            session.meters = sorted(carried.union(session.meters), key=METERS.index)
         machine = self._machines[families_for(session.dialect)]
         reason = machine.advance(state, event)
         if event.ts:
@@ -180,7 +185,7 @@ class Fold:
         if recorded == StopReason.UNKNOWN_VENDOR.value:
             incidents.append(_incident(session, UNKNOWN_VENDOR, Run(
                 vendor or "", state.events, state.events, 1, detail, event.ts, event.ts,
-                event.output_tokens, event.tool_calls,
+                event.output_tokens or 0, event.tool_calls or 0,
             )))
         has_obs = event.observation is not None
         row = {
@@ -235,8 +240,8 @@ class Fold:
             run = session.repeat
             if run is not None and state.observation_repeats > 1:
                 run.end, run.length, run.ended_at = idx, state.observation_repeats, event.ts
-                run.output_tokens += event.output_tokens
-                run.tool_calls += event.tool_calls
+                run.output_tokens += event.output_tokens or 0
+                run.tool_calls += event.tool_calls or 0
             else:
                 closed += _close(_repeat_row(session))
                 excerpt = self.clean(session, event.observation, EXCERPT_MAX)

@@ -69,7 +69,8 @@ def _m001_initial(db: sqlite_utils.Database) -> None:
             "recorded_stop": str, "vendor_stop": str,
             "events": int, "rounds": int, "steps": int, "tool_calls": int,
             "output_tokens": int, "tool_errors": int, "writes": int, "elapsed_s": float,
-            "events_after_stop": int, "redactions": int, "budget": str, "budget_digest": str,
+            "events_after_stop": int, "redactions": int, "meters": str,
+            "budget": str, "budget_digest": str,
         },
         pk="session_id",
     )

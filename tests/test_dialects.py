@@ -183,8 +183,9 @@ def test_trace_rounds_mirror_seed_000_field_handling() -> None:
     )
     events = [record.event for _, record in rounds]
     assert header == {"task": "t"}
-    assert [e.tool_calls for e in events] == [1, 0, 0, 0]
-    assert [e.output_tokens for e in events] == [400, 0, 12, 7]
+    # Absent fields are "not measured" (None), which the machine counts as the seed does: 0.
+    assert [e.tool_calls for e in events] == [1, None, None, None]
+    assert [e.output_tokens for e in events] == [400, None, 12, 7]
     assert [e.observation for e in events] == ["x", "", "", ""]
     assert [e.tool_error for e in events] == [False, True, False, False]
     assert [e.vendor_stop for e in events] == [None, None, None, None]

@@ -293,3 +293,13 @@ def test_task_class_comes_from_event_then_option_then_folder(
     ingest(db_path, [ledger], Options(task_class="from-option", budget=Budget(max_rounds=5)))
     assert {k: v["task_class"] for k, v in by_id(db_path).items()} == {
         "a": "from-event", "b": "from-option"}
+
+
+def test_sessions_record_the_meters_their_log_carries(sample_db: Path) -> None:
+    meters = {s["dialect"]: set(s["meters"].split(",")) for s in by_id(sample_db).values()}
+    assert meters["trace"] == {
+        "round_counter", "tool_calls", "output_tokens", "tool_errors", "observations"}
+    assert meters["gate"] == {"write_classification", "elapsed_time"}
+    assert by_id(sample_db)["bf-0002"]["meters"] == (
+        "round_counter,tool_calls,output_tokens,tool_errors,observations,elapsed_time,"
+        "write_classification")
