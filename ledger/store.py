@@ -135,8 +135,60 @@ def _write_stop_reasons(db: sqlite_utils.Database) -> None:
     )
 
 
+def _m002_verdicts(db: sqlite_utils.Database) -> None:
+    """Migration verdicts (see ledger/verdicts.py): derived tables, rewritten after each ingest."""
+    db["session_parity"].create(
+        {
+            "session_id": str, "task_class": str, "dialect": str, "parity": str,
+            "recorded_stop": str, "vendor_stop": str, "replay_stop": str, "stop_detail": str,
+            "unit": str, "recorded_count": int, "replay_count": int, "count_diff": int,
+            "recorded_tool_calls": int, "replay_tool_calls": int, "tool_call_diff": int,
+            "tolerance": int, "parity_detail": str,
+        },
+        pk="session_id",
+    )
+    db["cap_coverage"].create(
+        {
+            "task_class": str, "rule": str, "cap": str, "meter": str,
+            "sessions_in_force": int, "sessions_missing": int, "honoured": int,
+            "missing_sessions": str, "must_observe": str, "fail_closed_if_missing": str,
+            "instrument": str,
+        },
+        pk=("task_class", "rule"),
+    )
+    db["task_classes"].create(
+        {
+            "task_class": str, "verdict": str, "reason_kinds": str, "reasons": str,
+            "sessions": int, "checked_sessions": int, "matches": int, "mismatches": int,
+            "no_recorded_stop": int, "completes_without_signal": int,
+            "unknown_vendor_stops": str, "unmetered_caps": str, "stop_reasons": str,
+            "recorded_stops": str, "meter_coverage": str, "tolerance": int,
+            "min_sessions": int,
+        },
+        pk="task_class",
+    )
+    db["verdict_settings"].create(
+        {"id": int, "tolerance": int, "min_sessions": int, "computed_at": str}, pk="id"
+    )
+    db.create_view(
+        "meter_gaps",
+        "select task_class, cap, rule, meter, sessions_missing, sessions_in_force, "
+        "missing_sessions, fail_closed_if_missing, instrument "
+        "from cap_coverage where sessions_missing > 0",
+    )
+    for table, columns in (
+        ("session_parity", ["task_class"]),
+        ("session_parity", ["parity"]),
+        ("task_classes", ["verdict"]),
+    ):
+        db[table].create_index(columns)
+
+
 #: Ordered and append-only: never edit a migration that has shipped, add a new one.
-MIGRATIONS: Sequence[tuple[str, Migration]] = (("001_initial", _m001_initial),)
+MIGRATIONS: Sequence[tuple[str, Migration]] = (
+    ("001_initial", _m001_initial),
+    ("002_verdicts", _m002_verdicts),
+)
 
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -217,6 +269,12 @@ def write_batch(
         ],
     )
     _upsert(conn, "sources", [source])
+
+
+def replace_all(conn: sqlite3.Connection, table: str, rows: Sequence[dict[str, Any]]) -> None:
+    """Replace a derived table's rows. Call inside :func:`immediate`."""
+    conn.execute(f"DELETE FROM [{table}]")
+    _upsert(conn, table, rows)
 
 
 def forget_source(conn: sqlite3.Connection, source_id: str) -> None:
