@@ -146,4 +146,4 @@ def test_serve_get_runs_a_canned_query(runner: CliRunner, sample_db: Path) -> No
     result = runner.invoke(cli, ["serve", str(sample_db), "--get", path])
     assert result.exit_code == 0, result.output
     classes = {r["task_class"] for r in json.loads(result.output)["rows"]}
-    assert classes == {"bugfix", "docs"}
+    assert classes == {"bugfix", "docs", "refactor"}

@@ -53,10 +53,11 @@ async def test_unknown_vendor_stops(ds: Datasette) -> None:
 @pytest.mark.asyncio
 async def test_paid_path(ds: Datasette) -> None:
     rows = {r["task_class"]: r for r in await query(ds, "paid_path")}
-    assert set(rows) == {"bugfix", "docs"}
-    assert rows["bugfix"]["unknown_vendor_stops"] == 1
-    assert set(rows["bugfix"]["flagged_sessions"].split()) == {"bf-0003", "bf-0004"}
-    assert rows["docs"]["completes_without_terminal_signal"] == 1
+    assert set(rows) == {"bugfix", "docs", "refactor"}
+    assert "unknown_vendor" in rows["bugfix"]["reason_kinds"].split(",")
+    assert "policy_hidden_v3" in rows["bugfix"]["reasons"]
+    assert "no_terminal_signal" in rows["docs"]["reason_kinds"].split(",")
+    assert rows["refactor"]["reason_kinds"] == "replay_mismatch"
 
 
 @pytest.mark.asyncio
