@@ -308,10 +308,17 @@ def _trace_round(value: Any) -> Record | RecordError:
                 tool_error=bool(obj.get("tool_error")),
                 vendor_stop=vendor or None,
                 tool=_first_tool_name(calls),
+                unmetered=_TRACE_DEFAULTED.difference(
+                    meter for key, meter in _TRACE_METER_KEYS if obj.get(key) is not None
+                ),
             )
         )
     except RecordError as exc:
         return exc
+
+
+_TRACE_METER_KEYS = (("observation", "observations"), ("tool_error", "tool_errors"))
+_TRACE_DEFAULTED = frozenset(meter for _, meter in _TRACE_METER_KEYS)
 
 
 def _first_tool_name(calls: list[Any]) -> str | None:

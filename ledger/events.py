@@ -31,6 +31,9 @@ class Event:
     elapsed_s: float | None = None
     ts: str | None = None
     at: float | None = None  # ts as POSIX seconds, for elapsed time when the log has no elapsed_s
+    #: Meters the log left out although the event holds a value for the machine (seed 000 reads
+    #: a missing observation as "" and a missing tool_error as false).
+    unmetered: frozenset[str] = frozenset()
 
     @property
     def is_step(self) -> bool:
@@ -62,7 +65,7 @@ def meters_of(event: Event) -> set[str]:
         found.add("observations")
     if event.elapsed_s is not None:
         found.add("elapsed_time")
-    return found
+    return found - event.unmetered
 
 
 def observation_hash(text: str) -> str:
