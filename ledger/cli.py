@@ -2,7 +2,8 @@
 
 Exit codes: 0 success; 1 an error (a missing or unreadable path, a bad budget or vendor map, a
 database that cannot be opened); 2 a usage error; 3 ``--strict`` and some lines were put aside;
-4 ``paid-path --fail-on-stay`` and some task class must stay on the paid path.
+4 ``paid-path --fail-on-stay`` and some task class must stay on the paid path;
+5 ``record``: the session's budget is exceeded.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from . import __version__
 from .budget import Budget, BudgetError
 from .files import LedgerPathError
 from .ingest import Options, Summary, ingest
+from .reasons import StopReason
 from .vendors import DEFAULT_VENDOR_MAP, VendorMapError, load_vendor_map
 from .verdicts import (
     MATCH,
@@ -35,6 +37,7 @@ from .verdicts import (
 EXIT_ERROR = 1
 EXIT_STRICT = 3
 EXIT_STAY = 4
+EXIT_BUDGET = 5
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -428,6 +431,115 @@ def paid_path_command(
         click.echo(report_text(found))
     if fail_on_stay and (found.staying or not found.classes):
         sys.exit(EXIT_STAY)
+
+
+#: Which event types each ``record`` option belongs to.
+RECORD_FIELDS = {
+    "action": ("action",),
+    "tool_calls": ("round",),
+    "output_tokens": ("round",),
+    "vendor_stop": ("round",),
+    "observation": ("round", "action"),
+    "tool_error": ("round", "action"),
+    "outcome": ("end",),
+}
+
+
+@cli.command(name="record")
+@click.argument("ledger_path", type=click.Path(dir_okay=False))
+@click.option("--session", "session_id", required=True, help="Session id (one per agent run).")
+@click.option(
+    "--type", "kind", type=click.Choice(["start", "round", "action", "end"]),
+    help="Event type (default: action, when --action is given).",
+)
+@click.option("--action", type=click.Choice(["think", "read", "write", "retry"]),
+              help="Action class of an action event.")
+@click.option("--detail", help="Short detail (secrets are redacted).")
+@click.option("--tool", help="Tool name.")
+@click.option("--tool-calls", type=click.IntRange(min=0), help="Round: number of tool calls.")
+@click.option("--output-tokens", type=click.IntRange(min=0), help="Round: output tokens.")
+@click.option("--observation", help="What the tool or model observed (for the no-progress rule).")
+@click.option("--observation-file", type=click.File("r", encoding="utf-8"),
+              help="Read the observation from a file ('-' for standard input).")
+@click.option("--tool-error/--no-tool-error", default=None, help="The tool failed / succeeded.")
+@click.option("--vendor-stop", help="Round: the vendor's raw stop string.")
+@click.option("--outcome", type=click.Choice([r.value for r in StopReason]),
+              help="End: the session's own outcome.")
+@click.option("--task-class", help="Task class (the first event that names one sets it).")
+@budget_options
+@click.option("--fsync", is_flag=True, help="Flush the event to disk before deciding.")
+@click.option("--json", "as_json", is_flag=True, help="Print the session's row as JSON.")
+def record_command(
+    ledger_path: str,
+    session_id: str,
+    kind: str | None,
+    observation_file: Any,
+    task_class: str | None,
+    budget_pairs: tuple[str, ...],
+    budget_file: str | None,
+    vendor_map: str | None,
+    fsync: bool,
+    as_json: bool,
+    **fields: Any,
+) -> None:
+    """Append one native event to LEDGER_PATH, replay the session so far, gate on the budget.
+
+    The session's events up to this one are replayed through the budget, exactly as ingest
+    would; if the session is stopped and this event is a step, the stop reason is printed and
+    the exit code is 5. Elapsed time is measured from the session's first timestamp. Give the
+    same --budget to every call of a session (and to ingest).
+
+    \b
+    Example:
+        agent-ledger record run.jsonl --session s1 --action read --detail "open main.py"
+        agent-ledger record run.jsonl --session s1 --type round --tool-calls 2 \\
+            --output-tokens 350 --observation "$(cat out.txt)" --budget max_rounds=20
+        agent-ledger record run.jsonl --session s1 --type end --outcome task_complete
+    """
+    from .append import append_line
+    from .dialects import RecordError
+    from .recorder import ensure_native, iso, native_line, utc_now
+    from .replay import replay_session
+
+    options = make_options(budget_pairs, budget_file, vendor_map)
+    kind = kind or ("action" if fields["action"] else None)
+    if kind is None:
+        raise click.UsageError("give --type, or --action for an action event")
+    if observation_file is not None:
+        if fields["observation"] is not None:
+            raise click.UsageError("give --observation or --observation-file, not both")
+        fields["observation"] = observation_file.read()
+    for name, kinds in RECORD_FIELDS.items():
+        if fields[name] is not None and kind not in kinds:
+            option = "--" + name.replace("_", "-")
+            raise click.UsageError(f"{option} does not go with --type {kind}")
+    if kind == "action" and not fields["action"]:
+        raise click.UsageError("an action event needs --action")
+    event = {
+        "ts": iso(utc_now()), "session": session_id, "type": kind, "task_class": task_class,
+        **fields,
+    }
+    path = Path(ledger_path)
+    try:
+        ensure_native(path)
+        line, record, _ = native_line(event)
+        _, end = append_line(path, line, fsync)
+        session = replay_session(path, session_id, options, end)
+    except (LedgerPathError, RecordError, OSError) as exc:
+        raise click.ClickException(str(exc)) from None
+    row = session.row() if session is not None else {}
+    if as_json:
+        click.echo(json.dumps(row, indent=2))
+    state = session.state if session is not None else None
+    if state is not None and state.stopped and record.event.is_step:
+        if not as_json:
+            click.echo(state.stop_reason)
+        click.echo(
+            f"budget exceeded: {state.stop_detail} (session {session_id}, event "
+            f"{state.stop_at})",
+            err=True,
+        )
+        sys.exit(EXIT_BUDGET)
 
 
 def main() -> None:
