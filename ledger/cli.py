@@ -498,7 +498,7 @@ def record_command(
     """
     from .append import append_line
     from .dialects import RecordError
-    from .recorder import ensure_native, iso, native_line, utc_now
+    from .recorder import iso, native_line, prepare_ledger, utc_now
     from .replay import replay_session
 
     options = make_options(budget_pairs, budget_file, vendor_map)
@@ -521,7 +521,7 @@ def record_command(
     }
     path = Path(ledger_path)
     try:
-        ensure_native(path)
+        prepare_ledger(path)
         line, record, _ = native_line(event)
         _, end = append_line(path, line, fsync)
         session = replay_session(path, session_id, options, end)

@@ -108,8 +108,10 @@ def native_line(
     return raw + b"\n", native_record(parse_json(raw)), found
 
 
-def ensure_native(path: Path) -> None:
-    """Refuse to append native events to a file that holds another dialect."""
+def prepare_ledger(path: Path) -> None:
+    """Make ``path`` ready for native events: create its folder, and refuse a file that holds
+    another dialect (one file, one dialect)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     if not path.is_file() or path.stat().st_size == 0:
         return
     dialect = sniff(path).dialect
@@ -153,7 +155,7 @@ class Recorder:
         redactor: Redactor = redact,
     ) -> None:
         self.path = Path(path)
-        ensure_native(self.path)
+        prepare_ledger(self.path)
         self.session = session or new_session_id(now())
         self.task_class = task_class
         self.budget = budget or Budget()

@@ -134,6 +134,11 @@ def test_an_event_the_reader_would_refuse_is_never_written(start, call, message)
     assert rec.state.events == 1
 
 
+def test_the_ledgers_folder_is_created(tmp_path: Path) -> None:
+    rec = open_session(tmp_path / "runs" / "2026" / "agent.jsonl")
+    assert lines(rec.path)[0]["type"] == "start"
+
+
 def test_native_events_do_not_go_into_a_gate_ledger(ledger: Path) -> None:
     ledger.parent.mkdir()
     ledger.write_text('{"step": 1, "action": "think", "detail": "plan", "writes": 0}\n')

@@ -37,7 +37,6 @@ class AgentBudget:
     writes: int = 0
     task_class: str | None = None
     session: str | None = None
-    _recorder: Recorder | None = field(default=None, init=False, repr=False, compare=False)
 
     def checkpoint(
         self,
@@ -53,12 +52,15 @@ class AgentBudget:
             raise BudgetExceeded(found[0], found[1], state.events, recorder.session)
 
     def _open(self) -> Recorder:
-        if self._recorder is None:
+        """The session's recorder, made at the first checkpoint (not a field: ``asdict``,
+        ``repr`` and ``==`` see only the seed's fields and ours)."""
+        recorder: Recorder | None = getattr(self, "_recorder", None)
+        if recorder is None:
             budget = Budget(
                 max_steps=self.max_steps, max_writes=self.max_writes, max_seconds=self.max_seconds
             )
             # elapsed = time.monotonic() - started_at, read at call time, as in the seed.
-            self._recorder = Recorder(
+            recorder = Recorder(
                 self.ledger_path,
                 session=self.session,
                 task_class=self.task_class,
@@ -66,5 +68,6 @@ class AgentBudget:
                 clock=lambda: time.monotonic() - self.started_at,
                 started_at=0.0,
             )
-            self.session = self._recorder.session
-        return self._recorder
+            self._recorder = recorder
+            self.session = recorder.session
+        return recorder

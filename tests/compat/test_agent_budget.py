@@ -46,6 +46,7 @@ def test_it_writes_native_events_that_ingest_replays(tmp_path: Path) -> None:
     assert events[0]["task_class"] == "docs"
     assert events[0]["detail"] == "plan password=[REDACTED:secret-assignment]"
     assert (gate.steps, gate.writes) == (3, 0)
+    assert dataclasses.asdict(gate)["steps"] == 3 and "AgentBudget(max_steps=3" in repr(gate)
     [(rows, errors)] = replay([ledger], Options(budget=Budget(max_steps=3)))
     assert errors == []
     assert [(r["stop_reason"], r["stop_at"], r["task_class"]) for r in rows] == [
