@@ -79,9 +79,10 @@ class LoopState:
 
 
 def should_stop(budget: LoopBudget, state: LoopState) -> StopReason | None:
-    found = budget.machine().check(
-        state.machine_state(), Event(ROUND, vendor_stop=state.vendor_stop)
-    )
+    # A seed round carries every loop meter (the seed reads missing ones as "" and false),
+    # so the machine checks them all, in the seed's order.
+    seed_round = Event(ROUND, vendor_stop=state.vendor_stop, observation="", tool_error=False)
+    found = budget.machine().check(state.machine_state(), seed_round)
     return found[0] if found else None
 
 
