@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
-from .events import ROUND, Event, observation_hash
+from .events import ROUND, Event, observation_digest
 from .reasons import SEED_VENDOR_MAP, StopReason
 
 LOOP = "loop"
@@ -264,8 +264,8 @@ def apply(state: State, event: Event) -> None:
         state.output_tokens += event.output_tokens or 0
     elif event.action == "write":
         state.writes += 1
-    if event.observation is not None:
-        digest = observation_hash(event.observation)
+    digest = observation_digest(event)
+    if digest is not None:
         if digest == state.last_observation_hash:
             state.observation_repeats += 1
         else:

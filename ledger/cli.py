@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 import sqlite3
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -20,6 +21,7 @@ from .budget import Budget, BudgetError
 from .files import LedgerPathError
 from .ingest import Options, Summary, ingest
 from .vendors import DEFAULT_VENDOR_MAP, VendorMapError, load_vendor_map
+from .whatif import Retune
 
 EXIT_ERROR = 1
 EXIT_STRICT = 3
@@ -95,7 +97,7 @@ def make_options(
         if budget_file:
             budget = Budget.from_mapping(read_budget_file(budget_file), budget)
         budget = Budget.from_assignments(budget_pairs, budget)
-        mapping = load_vendor_map(vendor_map) if vendor_map else dict(DEFAULT_VENDOR_MAP)
+        mapping = read_vendor_map(vendor_map)
     except (BudgetError, VendorMapError) as exc:
         raise click.ClickException(str(exc)) from None
     return Options(
@@ -105,6 +107,11 @@ def make_options(
         dialect=dialect,
         max_line=max_line_bytes,
     )
+
+
+def read_vendor_map(path: str | None) -> dict[str, str]:
+    """The vendor map of ``--vendor-map`` (the default map without one)."""
+    return load_vendor_map(path) if path else dict(DEFAULT_VENDOR_MAP)
 
 
 def read_budget_file(path: str) -> dict[str, Any]:
@@ -292,6 +299,131 @@ def serve_command(
     from .serve import run
 
     sys.exit(run(db_path, host=host, port=port, get=get_path, extra=extra))
+
+def make_retune(budget_pairs: tuple[str, ...], budget_file: str | None) -> Retune:
+    """--budget and --budget-file as a change to a stored budget (keys not named are kept)."""
+    try:
+        values = read_budget_file(budget_file) if budget_file else {}
+
+        def retune(stored: Budget) -> Budget:
+            return Budget.from_assignments(budget_pairs, Budget.from_mapping(values, stored))
+
+        retune(Budget())  # report a bad key or value now, not at the first session
+    except BudgetError as exc:
+        raise click.ClickException(str(exc)) from None
+    return retune
+
+
+def _vendor_map(path: str | None) -> dict[str, str]:
+    try:
+        return read_vendor_map(path)
+    except VendorMapError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def limit_option(what: str) -> Callable[[F], F]:
+    return click.option(
+        "--limit",
+        type=click.IntRange(min=0),
+        default=50,
+        show_default=True,
+        help=f"List at most N {what} (0: all). --json lists all.",
+    )
+
+
+WHAT_IF_COLUMNS = ("session_id", "task_class", "change", "stored", "what_if", "detail")
+COUNT_COLUMNS = ("task_class", "sessions", "earlier", "later", "other_reason", "unchanged")
+
+
+@cli.command(name="what-if")
+@click.argument("db_path", type=click.Path(exists=True, dir_okay=False))
+@budget_options
+@click.option("--task-class", help="Replay only the sessions of this task class.")
+@limit_option("changed sessions")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def what_if_command(
+    db_path: str,
+    budget_pairs: tuple[str, ...],
+    budget_file: str | None,
+    vendor_map: str | None,
+    task_class: str | None,
+    limit: int,
+    as_json: bool,
+) -> None:
+    """Replay the sessions stored in DB_PATH under another budget; show which stop differently.
+
+    Each session is replayed from its stored steps (no ledger file is read) under the budget
+    it was ingested with, changed by --budget and --budget-file; caps not named stay as they
+    were. A session that would stop at an earlier event (or at all) is "earlier", at a later
+    event (or not at all) "later", at the same event for another reason "other_reason".
+    Counts are given per task class. Pass the --vendor-map you ingested with.
+
+    \b
+    Example:
+        agent-ledger what-if ledger.db --budget max_rounds=20
+        agent-ledger what-if ledger.db -b max_output_tokens=8000 -b no_progress_rounds=3 --json
+        agent-ledger what-if ledger.db --budget-file proposal.toml --task-class bugfix
+    """
+    from .stored import stored_sessions
+    from .whatif import Replayer, what_if
+
+    retune = make_retune(budget_pairs, budget_file)
+    replayer = Replayer(retune, _vendor_map(vendor_map))
+    with _reading(db_path) as conn:
+        report = what_if(stored_sessions(conn, task_class), replayer)
+    if not report.sessions:
+        click.echo(f"note: no stored sessions{_of_class(task_class)} in {db_path}", err=True)
+    if as_json:
+        click.echo(json.dumps(report.to_dict(), indent=2))
+        return
+    change = " ".join(budget_pairs) + (f" (and {budget_file})" if budget_file else "")
+    click.echo(
+        f"{report.sessions} sessions replayed from their stored steps under their stored "
+        f"budgets{' with ' + change.strip() if change.strip() else ''}."
+    )
+    totals = report.totals
+    click.echo(
+        f"{len(report.changes)} would stop differently: {totals['earlier']} earlier, "
+        f"{totals['later']} later, {totals['other_reason']} for another reason."
+    )
+    shown = report.changes if not limit else report.changes[:limit]
+    if shown:
+        rows = [
+            {
+                "session_id": v.session_id, "task_class": v.task_class, "change": v.change,
+                "stored": _at(v.old.reason, v.old.at), "what_if": _at(v.new.reason, v.new.at),
+                "detail": v.new.detail,
+            }
+            for v in shown
+        ]
+        click.echo("\n" + _table(rows, WHAT_IF_COLUMNS))
+    if len(shown) < len(report.changes):
+        click.echo(f"... and {len(report.changes) - len(shown)} more (--limit 0 lists all)")
+    if report.sessions:
+        click.echo("\n" + _table(report.class_rows(), COUNT_COLUMNS))
+
+
+@contextmanager
+def _reading(db_path: str) -> Iterator[sqlite3.Connection]:
+    """The database opened read-only; its errors become a clear message (exit code 1)."""
+    from .stored import StoredError, open_readonly
+
+    try:
+        conn = open_readonly(db_path)
+        try:
+            yield conn
+        finally:
+            conn.close()
+    except (StoredError, sqlite3.DatabaseError) as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _of_class(task_class: str | None) -> str:
+    return f" of task class {task_class!r}" if task_class is not None else ""
+
+
+def _at(reason: str, at: int | None) -> str:
+    return reason if at is None else f"{reason} at {at}"
 
 
 def main() -> None:
