@@ -25,6 +25,7 @@ from .whatif import Retune
 
 EXIT_ERROR = 1
 EXIT_STRICT = 3
+EXIT_NO_VERIFIED = 4
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -376,10 +377,10 @@ def what_if_command(
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2))
         return
-    change = " ".join(budget_pairs) + (f" (and {budget_file})" if budget_file else "")
+    changes = [budget_file, *budget_pairs] if budget_file else list(budget_pairs)
     click.echo(
         f"{report.sessions} sessions replayed from their stored steps under their stored "
-        f"budgets{' with ' + change.strip() if change.strip() else ''}."
+        "budgets" + (f" changed by {', '.join(changes)}." if changes else ".")
     )
     totals = report.totals
     click.echo(
@@ -401,6 +402,110 @@ def what_if_command(
         click.echo(f"... and {len(report.changes) - len(shown)} more (--limit 0 lists all)")
     if report.sessions:
         click.echo("\n" + _table(report.class_rows(), COUNT_COLUMNS))
+
+
+@cli.command(name="propose-budget")
+@click.argument("db_path", type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--task-class", help="Propose a budget for this task class only (default: one per class)."
+)
+@click.option(
+    "--vendor-map",
+    type=click.Path(exists=True, dir_okay=False),
+    help="TOML file that extends or overrides the vendor stop map (as at ingest).",
+)
+@click.option(
+    "--output-dir",
+    type=click.Path(file_okay=False),
+    help="Write one TASK_CLASS.toml per task class into this folder instead of printing.",
+)
+@limit_option("stopped sessions per proposal")
+@click.option("--json", "as_json", is_flag=True, help="Print the proposals as JSON.")
+def propose_budget_command(
+    db_path: str,
+    task_class: str | None,
+    vendor_map: str | None,
+    output_dir: str | None,
+    limit: int,
+    as_json: bool,
+) -> None:
+    """Propose a budget from the sessions in DB_PATH that completed with a verified signal.
+
+    Verified: the budget let the session run out and its log said task_complete. Each cap is
+    the tightest value under which every verified session of the task class still completes
+    (the observed peak + 1 for seed 000's >= caps, the peak for seed 002's > caps); a cap no
+    verified session can be measured on is "off", with the reason. The output is a TOML
+    budget file (for --budget-file) labelled a PROPOSAL, followed, as comments, by what it
+    would have stopped among the stored sessions of the class.
+
+    Exits with code 4 if no session (of the task class) completed with a verified signal.
+
+    \b
+    Example:
+        agent-ledger propose-budget ledger.db --task-class refactor > refactor.toml
+        agent-ledger propose-budget ledger.db --output-dir proposals/
+        agent-ledger propose-budget ledger.db --json
+    """
+    from .propose import propose, to_toml, trial, usage
+    from .stored import VERIFIED, stored_sessions, task_classes
+
+    vendors = _vendor_map(vendor_map)
+    proposals = []
+    unverified = []
+    with _reading(db_path) as conn:
+        names = [task_class] if task_class is not None else task_classes(conn)
+        for name in names:
+            usages = [usage(s, events) for s, events in stored_sessions(conn, name, VERIFIED)]
+            if not usages:
+                unverified.append(name)
+                continue
+            proposal = propose(name, usages, source=db_path)
+            proposals.append(trial(proposal, stored_sessions(conn, name), vendors))
+    for name in unverified:
+        click.echo(
+            f"note: task class {name!r}: no session completed with a verified terminal signal "
+            "(stop_reason = recorded_stop = task_complete); nothing to propose from, keep it "
+            "on the paid path",
+            err=True,
+        )
+    if not proposals:
+        click.echo(
+            f"Error: no session{_of_class(task_class)} in {db_path} completed with a verified "
+            "terminal signal: no budget can be proposed",
+            err=True,
+        )
+        sys.exit(EXIT_NO_VERIFIED)
+    if as_json:
+        click.echo(json.dumps(
+            {"proposals": [p.to_dict() for p in proposals], "unverified_task_classes": unverified},
+            indent=2,
+        ))
+    elif output_dir:
+        for proposal, path in zip(proposals, _proposal_paths(output_dir, proposals), strict=True):
+            path.write_text(to_toml(proposal, limit or None), encoding="utf-8")
+            click.echo(
+                f"{path}: {proposal.verified} verified sessions; stops {len(proposal.stopped)} "
+                f"of {proposal.trial.sessions} stored sessions"
+            )
+    else:
+        click.echo("\n".join(to_toml(p, limit or None) for p in proposals), nl=False)
+
+
+def _proposal_paths(folder: str, proposals: list[Any]) -> list[Path]:
+    """TASK_CLASS.toml for each proposal, made safe and unique as a file name."""
+    import re
+
+    target = Path(folder)
+    target.mkdir(parents=True, exist_ok=True)
+    paths: list[Path] = []
+    for proposal in proposals:
+        stem = re.sub(r"[^A-Za-z0-9._-]+", "_", proposal.task_class or "").strip("._") or "class"
+        path, n = target / f"{stem}.toml", 1
+        while path in paths:
+            n += 1
+            path = target / f"{stem}-{n}.toml"
+        paths.append(path)
+    return paths
 
 
 @contextmanager
