@@ -148,7 +148,7 @@ def test_cli_lists_the_changed_sessions_and_the_counts(sample_db: Path) -> None:
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     assert lines[0] == (
-        "4 sessions replayed from their stored steps under their stored budgets with "
+        "4 sessions replayed from their stored steps under their stored budgets changed by "
         "max_rounds=3."
     )
     assert lines[1] == "4 would stop differently: 3 earlier, 0 later, 1 for another reason."
