@@ -210,3 +210,16 @@ def test_markdown_is_a_checklist_grouped_by_category() -> None:
     assert f"**What to do:** {BY_NAME['loop_setting'].action}" in section
     assert "## Paths to the paid agent (0)\n" in text
     assert text.rstrip().endswith("None found.")
+
+
+def test_the_readme_patterns_example_loads() -> None:
+    import tomllib
+
+    from tests.helpers import ROOT
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    example = readme.split("`--patterns FILE` extends", 1)[1].split("```toml\n", 1)[1]
+    patterns = load_categories(tomllib.loads(example.split("```", 1)[0]), "README.md")
+    names = [c.name for c in patterns.categories]
+    assert "file_watcher" not in names and names[-1] == "agent_gateway"
+    assert patterns.skip_dirs[-2:] == ("vendor", "dist")
