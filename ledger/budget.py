@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
-from .events import ROUND, Event, observation_hash
+from .events import ROUND, Event, observation_digest
 from .reasons import SEED_VENDOR_MAP, StopReason
 
 LOOP = "loop"
@@ -232,7 +232,7 @@ class Machine:
                 f"consecutive tool errors {state.consecutive_tool_errors} >= {cap}",
             )
         n = b.no_progress_rounds
-        if n is not None and event.observation is not None and state.observation_repeats >= n:
+        if n is not None and event.has_observation and state.observation_repeats >= n:
             return (
                 StopReason.NO_PROGRESS,
                 f"same observation {state.observation_repeats} times in a row",
@@ -272,8 +272,8 @@ def apply(state: State, event: Event) -> None:
         state.output_tokens += event.output_tokens or 0
     elif event.action == "write":
         state.writes += 1
-    if event.observation is not None:
-        digest = observation_hash(event.observation)
+    digest = observation_digest(event)
+    if digest is not None:
         if digest == state.last_observation_hash:
             state.observation_repeats += 1
         else:

@@ -184,10 +184,23 @@ def _m002_verdicts(db: sqlite_utils.Database) -> None:
         db[table].create_index(columns)
 
 
+def _m002_leftovers(db: sqlite_utils.Database) -> None:
+    """Findings of ``agent-ledger leftovers``: second control planes in a code base."""
+    db["leftovers"].create(
+        {
+            "repo": str, "path": str, "line": int, "category": str, "matched": str,
+            "text": str, "action": str, "scanned_at": str,
+        },
+        pk=("repo", "path", "line", "category"),
+    )
+    db["leftovers"].create_index(["category"])
+
+
 #: Ordered and append-only: never edit a migration that has shipped, add a new one.
 MIGRATIONS: Sequence[tuple[str, Migration]] = (
     ("001_initial", _m001_initial),
     ("002_verdicts", _m002_verdicts),
+    ("003_leftovers", _m002_leftovers),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
