@@ -28,6 +28,7 @@ LOOP = "loop"
 GATE = "gate"
 FAMILIES = frozenset({LOOP, GATE})
 
+_UNKNOWN = StopReason.UNKNOWN_VENDOR.value
 OFF_WORDS = frozenset({"off", "none", "null", ""})
 
 
@@ -203,7 +204,7 @@ class Machine:
     def _check_loop(self, state: State, event: Event) -> tuple[StopReason, str] | None:
         """Seed 000's ``should_stop``, in its order, with its ``>=`` boundary."""
         vendor = event.vendor_stop
-        if vendor and vendor not in self.vendor_map:
+        if vendor and self.vendor_map.get(vendor, _UNKNOWN) == _UNKNOWN:
             return StopReason.UNKNOWN_VENDOR, f"unmapped vendor stop {vendor!r}"
         # Each cap is checked after an event that carries its meter (in a seed 000 trace every
         # round carries them all), so a cap of 0 cannot trip on an event that measured nothing.

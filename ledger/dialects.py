@@ -15,7 +15,7 @@ import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from .events import ACTIONS, ROUND, Event
@@ -164,7 +164,7 @@ def parse_ts(text: str) -> float:
     except ValueError:
         raise RecordError(f"field 'ts' is not an ISO-8601 timestamp: {text[:40]!r}") from None
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
+        moment = moment.replace(tzinfo=UTC)
     return moment.timestamp()
 
 

@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -67,12 +67,12 @@ class BudgetExceeded(RuntimeError):
 
 
 def utc_now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def iso(moment: datetime) -> str:
     """ISO-8601 in UTC with milliseconds and a ``Z``, as in the README's examples."""
-    text = moment.astimezone(timezone.utc).isoformat(timespec="milliseconds")
+    text = moment.astimezone(UTC).isoformat(timespec="milliseconds")
     return text.replace("+00:00", "Z")
 
 

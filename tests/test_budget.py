@@ -393,3 +393,9 @@ def test_a_zero_loop_cap_does_not_trip_on_an_action_that_measured_nothing(budget
 def test_a_zero_round_cap_trips_on_the_first_round() -> None:
     state = run([act("read"), rnd(obs="a")], Budget(max_rounds=0))
     assert (state.stop_reason, state.stop_at) == (R.MAX_ROUNDS, 2)
+
+
+def test_a_string_mapped_to_unknown_vendor_fails_closed() -> None:
+    machine = Machine(Budget(), LOOP_ONLY, {**SEED_VENDOR_MAP, "weird": "unknown_vendor"})
+    state = State()
+    assert machine.advance(state, rnd(vendor="weird")) is R.UNKNOWN_VENDOR

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -68,7 +68,7 @@ def test_json_prints_the_session_row(ledger: Path) -> None:
 
 
 def test_elapsed_time_is_measured_from_the_sessions_first_timestamp(ledger: Path) -> None:
-    long_ago = iso(datetime.now(timezone.utc) - timedelta(seconds=100))
+    long_ago = iso(datetime.now(UTC) - timedelta(seconds=100))
     ledger.write_text(json.dumps({"ts": long_ago, "session": "s1", "type": "start"}) + "\n")
     result = record(ledger, "--action", "think", "--detail", "still here?")
     assert result.exit_code == EXIT_BUDGET and result.stdout == "max_seconds\n"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -152,7 +152,7 @@ def test_native_ignores_unknown_fields() -> None:
     assert record.event.action == "round"
 
 
-BASE = datetime(2026, 11, 29, 22, 0, 0, tzinfo=timezone.utc).timestamp()
+BASE = datetime(2026, 11, 29, 22, 0, 0, tzinfo=UTC).timestamp()
 
 
 @pytest.mark.parametrize(

@@ -5,11 +5,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import tempfile
+import tomllib
 from contextlib import closing
 from pathlib import Path
 
 import pytest
-import tomllib
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 

@@ -6,7 +6,7 @@ import itertools
 import json
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,7 @@ from tests.test_deadline import FAMILY, wait_gone
 
 R = StopReason
 SCHEMA = json.loads((ROOT / "ledger" / "schema" / "native-event.schema.json").read_text())
-NOON = datetime(2026, 11, 29, 12, 0, 0, tzinfo=timezone.utc)
+NOON = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
 NO_CAPS = Budget(**{key: None for key in Budget.keys()})
 
 
@@ -102,7 +102,7 @@ def test_a_session_id_is_generated_time_sortable_and_unique(ledger: Path) -> Non
     ledger.parent.mkdir()
     a, b = open_session(ledger), open_session(ledger)
     assert a.session != b.session
-    assert a.session[:8] == datetime.now(timezone.utc).strftime("%Y%m%d")
+    assert a.session[:8] == datetime.now(UTC).strftime("%Y%m%d")
 
 
 def test_elapsed_time_comes_from_the_monotonic_clock_at_full_precision(start, clock) -> None:
