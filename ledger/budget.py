@@ -260,19 +260,25 @@ class Machine:
 
 
 def apply(state: State, event: Event) -> None:
-    """Seed 000's ``apply_round`` and seed 002's counter updates, for one event."""
+    """Seed 000's ``apply_round`` and seed 002's counter updates, for one event.
+
+    An event that continues the current round (``same_round``) adds its tool calls, output
+    tokens, observation and tool error without counting a new round or step.
+    """
     state.events += 1
     if event.elapsed_s is not None:
         state.elapsed_s = event.elapsed_s
-    if not event.is_step:
+    if event.is_marker:
         return
-    state.steps += 1
+    if event.is_step:
+        state.steps += 1
+        if event.action == ROUND:
+            state.rounds += 1
+        elif event.action == "write":
+            state.writes += 1
     if event.action == ROUND:
-        state.rounds += 1
         state.tool_calls += event.tool_calls or 0
         state.output_tokens += event.output_tokens or 0
-    elif event.action == "write":
-        state.writes += 1
     digest = observation_digest(event)
     if digest is not None:
         if digest == state.last_observation_hash:

@@ -44,6 +44,7 @@ class Record:
     session: str | None = None
     task_class: str | None = None
     step: int | None = None
+    parent: str | None = None  # the parent session of a sub-agent's session
 
 
 def _reject_constant(name: str) -> Any:

@@ -4,6 +4,13 @@ An event is either a model *round* (seed 000: tool calls, output tokens, an obse
 error, a vendor stop string) or an action *checkpoint* (seed 002: think, read, write or retry),
 or a session marker (start, end). Fields a dialect does not carry stay ``None``: the budget
 machine only measures what is there.
+
+Real agent logs write one model round over several records (Claude Code writes a line per
+content block, and the tool results arrive later in their own lines). An importer emits each
+record at once: the first as a round, the later ones with ``same_round`` set. Such an event
+*continues* the current round: no new round and no new step, but its tool calls and output
+tokens are added and its observation and tool error are checked. Nothing is held back, so a
+file read in pieces folds exactly as one read at once.
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ class Event:
     #: Meters the log left out although the event holds a value for the machine (seed 000 reads
     #: a missing observation as "" and a missing tool_error as false).
     unmetered: frozenset[str] = frozenset()
+    same_round: bool = False  # continues the current round (see the module docstring)
 
     @property
     def has_observation(self) -> bool:
@@ -45,7 +53,11 @@ class Event:
     @property
     def is_step(self) -> bool:
         """Seed 002 counts every model call and every tool action as one step."""
-        return self.action not in MARKERS
+        return self.action not in MARKERS and not self.same_round
+
+    @property
+    def is_marker(self) -> bool:
+        return self.action in MARKERS
 
 
 #: The meters a log can carry (seed 000 step 4: a cap whose meter is absent cannot be honoured).

@@ -73,6 +73,7 @@ class Session:
     retry: Run | None = None
     repeat: Run | None = None
     meters: list[str] = field(default_factory=list)
+    parent_session_id: str | None = None  # a sub-agent's session links to its parent's
 
     def row(self) -> dict[str, Any]:
         """The ``sessions`` row as it stands now."""
@@ -105,6 +106,7 @@ class Session:
             "meters": ",".join(self.meters),
             "budget": self.budget.to_json(),
             "budget_digest": self.budget.digest,
+            "parent_session_id": self.parent_session_id,
         }
 
     def open_incidents(self) -> list[dict[str, Any]]:
@@ -177,6 +179,9 @@ class Fold:
             session.ended_at = event.ts
         detail = self.clean(session, event.detail)
         vendor = self.clean(session, event.vendor_stop)
+        if event.action == "start":
+            # A new turn: the last turn's terminal signal no longer says how the log ends.
+            session.recorded_stop = session.vendor_stop = None
         recorded = event.outcome or _reason_value(classify(event.vendor_stop, self.vendor_map))
         if recorded is not None and recorded != CONTINUE:
             session.recorded_stop = recorded
@@ -213,6 +218,7 @@ class Fold:
             "source_id": session.source_id,
             "source_line": line,
             "source_offset": offset,
+            "same_round": int(event.same_round),
         }
         return row, incidents
 

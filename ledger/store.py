@@ -196,11 +196,20 @@ def _m002_leftovers(db: sqlite_utils.Database) -> None:
     db["leftovers"].create_index(["category"])
 
 
+def _m004_real_agent_logs(db: sqlite_utils.Database) -> None:
+    """Columns for imported agent logs: sub-agent links, round continuations, unknown records."""
+    db["sessions"].add_column("parent_session_id", str)
+    db["steps"].add_column("same_round", int)
+    db["sources"].add_column("unknown_records", str)
+    db["sessions"].create_index(["parent_session_id"])
+
+
 #: Ordered and append-only: never edit a migration that has shipped, add a new one.
 MIGRATIONS: Sequence[tuple[str, Migration]] = (
     ("001_initial", _m001_initial),
     ("002_verdicts", _m002_verdicts),
     ("003_leftovers", _m002_leftovers),
+    ("004_real_agent_logs", _m004_real_agent_logs),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
