@@ -21,7 +21,9 @@ import click
 
 from . import __version__
 from .budget import Budget, BudgetError
+from .dialects import DIALECTS
 from .files import LedgerPathError
+from .importers import IMPORTED
 from .ingest import Options, Summary, ingest
 from .reasons import StopReason
 from .vendors import DEFAULT_VENDOR_MAP, VendorMapError, load_vendor_map
@@ -83,7 +85,7 @@ def budget_options(func: F) -> F:
 def source_options(func: F) -> F:
     func = click.option(
         "--dialect",
-        type=click.Choice(["native", "gate", "trace"]),
+        type=click.Choice([*DIALECTS, *IMPORTED]),
         help="Read every file as this dialect instead of detecting it.",
     )(func)
     func = click.option(
@@ -221,6 +223,12 @@ def format_summary(summary: Summary, db_path: str) -> str:
         lines.append(f"{summary.redactions} secrets redacted")
     if summary.waiting:
         lines.append(f"{len(summary.waiting)} files have no complete line yet (left for later)")
+    if summary.unknown_records:
+        skipped = sum(sum(c.values()) for c in summary.unknown_records.values())
+        lines.append(
+            f"{skipped} records of unknown types skipped in {len(summary.unknown_records)} "
+            "files (see sources.unknown_records)"
+        )
     lines.append(
         f"{summary.errors} lines put aside"
         + (f": see the ingest_errors table in {db_path}" if summary.errors else "")

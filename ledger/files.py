@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from .dialects import TRACE, RecordError, detect, parse_json
+from .dialects import RecordError, parse_json
+from .importers import DOCUMENTS, detect_any
 
 SUFFIXES = (".jsonl", ".json")
 DEFAULT_MAX_LINE = 8 * 1024 * 1024
@@ -75,12 +76,14 @@ def sniff(path: Path, max_line: int = DEFAULT_MAX_LINE, forced: str | None = Non
         if not first.endswith(b"\n") and not first.strip():
             return FileInfo(path, stat.st_size, stat.st_mtime, None, None)
         fingerprint = sha(first)
+        if forced in DOCUMENTS:
+            return _sniff_document(path, stat, forced, f)
         if forced:
             return FileInfo(path, stat.st_size, stat.st_mtime, forced, fingerprint)
         dialect, problem = _sniff_lines(first, f, max_line)
         if dialect is None and problem != "binary file":
             document = _sniff_document(path, stat, forced, f)
-            if document.dialect == TRACE:
+            if document.dialect in DOCUMENTS:
                 return document
         return FileInfo(path, stat.st_size, stat.st_mtime, dialect, fingerprint, problem)
 
@@ -93,7 +96,7 @@ def _sniff_lines(first: bytes, f: BinaryIO, max_line: int) -> tuple[str | None, 
         body = line.removeprefix(b"\xef\xbb\xbf").rstrip(b"\r\n")
         if body.strip() and line.endswith(b"\n"):
             try:
-                dialect = detect(parse_json(body))
+                dialect = detect_any(parse_json(body))
             except RecordError:
                 dialect = None
             if dialect is not None:
@@ -103,7 +106,8 @@ def _sniff_lines(first: bytes, f: BinaryIO, max_line: int) -> tuple[str | None, 
             break
     return None, (
         "cannot tell the dialect: no line in the first "
-        f"{SNIFF_LINES} is a trace, a gate ledger line or a native event"
+        f"{SNIFF_LINES} is a trace, a gate ledger line, a native event or an agent log "
+        "(Claude Code, Codex, Langfuse)"
     )
 
 
@@ -111,14 +115,14 @@ def _sniff_document(path: Path, stat: os.stat_result, forced: str | None, f: Bin
     f.seek(0)
     data = f.read()
     try:
-        dialect = forced or detect(parse_json(data.removeprefix(b"\xef\xbb\xbf")))
+        dialect = forced or detect_any(parse_json(data.removeprefix(b"\xef\xbb\xbf")))
         problem = None if dialect else "cannot tell the dialect of this JSON document"
     except RecordError as exc:
         if not data.rstrip().endswith(b"}") and b"\n" not in data.rstrip():
             # One unfinished line: wait for the writer.
             return FileInfo(path, stat.st_size, stat.st_mtime, None, None)
         dialect, problem = None, f"not a ledger: {exc}"
-    if dialect not in (TRACE, None):
+    if dialect is not None and dialect not in DOCUMENTS:
         # One complete JSONL record without its newline yet: wait for it.
         return FileInfo(path, stat.st_size, stat.st_mtime, None, None)
     return FileInfo(path, stat.st_size, stat.st_mtime, dialect, sha(data), problem)

@@ -20,14 +20,14 @@ import sqlite_utils
 
 from . import store, verdict_store
 from .budget import Budget
-from .dialects import TRACE
 from .files import DEFAULT_MAX_LINE, FileInfo, Line, discover, read_lines, sha, sniff, tail_hash
 from .fold import Fold, Session
+from .importers import DOCUMENTS
 from .redact import redact
 from .source import Cursor, SourceFold
 from .vendors import DEFAULT_VENDOR_MAP
 
-FOLD_VERSION = "1"
+FOLD_VERSION = "2"  # 2: agent-log importers, round continuations
 DEFAULT_BATCH = 20_000
 
 
@@ -70,6 +70,7 @@ class Summary:
     sessions: set[str] = field(default_factory=set)
     stop_reasons: Counter[str] = field(default_factory=Counter)
     redactions: int = 0
+    unknown_records: dict[str, Counter[str]] = field(default_factory=dict)  # path -> type -> n
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -87,6 +88,10 @@ class Summary:
             "stop_reasons": dict(sorted(self.stop_reasons.items())),
             "notices": self.notices,
             "waiting": self.waiting,
+            "unknown_records": {
+                path: dict(sorted(counts.items()))
+                for path, counts in sorted(self.unknown_records.items())
+            },
         }
 
 
@@ -134,7 +139,7 @@ class Ingester:
             return
         if info.dialect is None:
             self._ingest_unknown(info, source)
-        elif info.dialect == TRACE:
+        elif info.dialect in DOCUMENTS:
             self._ingest_document(info, source)
         else:
             self._ingest_lines(info, source)
@@ -182,7 +187,7 @@ class Ingester:
             return "budget or vendor map changed since the last ingest"
         if info.size < source["offset"]:
             return f"truncated (now {info.size} bytes, {source['offset']} were read)"
-        if source["dialect"] != TRACE and source["offset"]:
+        if source["dialect"] not in DOCUMENTS and source["offset"]:
             with info.path.open("rb") as f:
                 if tail_hash(f, source["offset"]) != source["check_hash"]:
                     return "rewritten (the bytes already read have changed)"
@@ -207,6 +212,7 @@ class Ingester:
             "blank_lines": 0,
             "fold_digest": digest,
             "cursor": json.dumps(Cursor().to_dict()),
+            "unknown_records": None,
             "first_ingested_at": at,
             "ingested_at": at,
         }
@@ -300,6 +306,8 @@ class Ingester:
         source["cursor"] = json.dumps(fold.cursor.to_dict())
         source["lines"] = fold.cursor.line
         source["blank_lines"] = fold.cursor.blank_lines
+        unknown = fold.cursor.unknown
+        source["unknown_records"] = json.dumps(unknown, sort_keys=True) if unknown else None
         source["ingested_at"] = store.now()
         store.write_batch(
             conn,
@@ -313,6 +321,8 @@ class Ingester:
         self.summary.steps += len(out.steps)
         self.summary.errors += len(out.errors)
         self.summary.sessions.update(s.session_id for s in touched)
+        if out.unknown:
+            self.summary.unknown_records.setdefault(source["path"], Counter()).update(out.unknown)
 
     def _notice(self, message: str) -> None:
         self.summary.notices.append(message)

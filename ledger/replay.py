@@ -6,9 +6,10 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .dialects import NATIVE, TRACE, RecordError, parse_json
+from .dialects import NATIVE, RecordError, parse_json
 from .files import discover, read_lines, sniff
 from .fold import Session
+from .importers import DOCUMENTS
 from .ingest import Options, task_class_for
 from .source import BOM, SourceFold
 
@@ -30,7 +31,7 @@ def replay(
             pass  # nothing complete to read yet
         elif info.dialect is None:
             source.error(1, 0, info.problem or "cannot tell the dialect", b"")
-        elif info.dialect == TRACE:
+        elif info.dialect in DOCUMENTS:
             source.feed_document(path.read_bytes())
         else:
             with path.open("rb") as f:
