@@ -11,6 +11,7 @@ import sqlite_utils
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_ledgers"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+REAL_LOGS = FIXTURES / "real-agent-logs"  # public Claude Code, Codex and Langfuse samples
 
 
 def rows(db_path: Path, sql: str, params: Iterable[Any] = ()) -> list[dict[str, Any]]:
@@ -19,6 +20,14 @@ def rows(db_path: Path, sql: str, params: Iterable[Any] = ()) -> list[dict[str, 
         return list(db.query(sql, list(params)))
     finally:
         db.conn.close()
+
+
+def session_row(db_path: Path, session_id: str = "s1") -> dict[str, Any]:
+    return rows(db_path, "select * from sessions where session_id = ?", [session_id])[0]
+
+
+def step_rows(db_path: Path, session_id: str = "s1") -> list[dict[str, Any]]:
+    return rows(db_path, "select * from steps where session_id = ? order by idx", [session_id])
 
 
 def dump(db_path: Path) -> dict[str, list[dict[str, Any]]]:
