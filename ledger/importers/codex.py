@@ -267,12 +267,14 @@ def _tool_status(payload: dict[str, Any], state: dict[str, Any]) -> list[Event]:
     if status == "declined":
         return [Event("end", outcome="user_cancel", tool=name, detail=f"{name} declined by user")]
     exit_code = payload.get("exit_code")
-    result = payload.get("result")
+    result = payload.get("result")  # an MCP call: {"Ok": CallToolResult} or {"Err": message}
+    ok = result.get("Ok") if isinstance(result, dict) else None
     failed = (
         status == "failed"
         or (isinstance(exit_code, int) and exit_code != 0)
         or payload.get("success") is False
-        or (isinstance(result, dict) and ("Err" in result or result.get("isError") is True))
+        or (isinstance(result, dict) and "Err" in result)
+        or (isinstance(ok, dict) and ok.get("isError") is True)
     )
     detail = None
     if failed:
