@@ -19,6 +19,7 @@ tool error keeps a short excerpt (its first line, redacted by the fold like ever
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from typing import Any
@@ -127,10 +128,15 @@ def text_of(content: Any) -> str:
 
 def folder_name(path: Any) -> str | None:
     """The last part of a working directory (POSIX or Windows), as a default task class."""
-    if not isinstance(path, str):
-        return None
-    name = re.split(r"[\\/]", path.rstrip("\\/"))[-1]
-    return name or None
+    return _last_part(path) if isinstance(path, str) else None
+
+
+@functools.lru_cache(maxsize=256)  # every line of a session repeats its cwd
+def _last_part(path: str) -> str | None:
+    return _SEPARATORS.split(path.rstrip("\\/"))[-1] or None
+
+
+_SEPARATORS = re.compile(r"[\\/]")
 
 
 def bounded(mapping: dict[str, Any], limit: int) -> None:
