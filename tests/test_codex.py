@@ -166,9 +166,11 @@ def test_a_rollout_without_a_turn_end_is_flagged_on_the_paid_path(fold) -> None:
     assert (s["stop_reason"], s["recorded_stop"]) == ("task_complete", None)
     metadata = yaml.safe_load((ROOT / "metadata.yml").read_text())
     sql = metadata["databases"]["ledger"]["queries"]["paid_path"]["sql"]
-    flagged = rows(db, sql)
-    assert [(f["task_class"], f["completes_without_terminal_signal"], f["flagged_sessions"])
-            for f in flagged] == [("codemie-code", 1, EXEC_ID)]
+    (flagged,) = rows(db, sql)
+    assert flagged["task_class"] == "codemie-code"
+    assert "no_terminal_signal" in flagged["reason_kinds"].split(",")
+    assert any(EXEC_ID in reason and "terminal" in reason
+               for reason in json.loads(flagged["reasons"]))
 
 
 @pytest.mark.parametrize(
