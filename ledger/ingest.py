@@ -149,7 +149,7 @@ class Ingester:
     def _claim(self, conn: Any, info: FileInfo) -> dict[str, Any] | None:
         """The ``sources`` row to continue from (new, resumed or reset), or None if unchanged."""
         digest = self.options.fold_digest
-        known = store.all_sources(conn)
+        known = store.sources_like(conn, str(info.path), info.fingerprint or "")
         here = [s for s in known if s["path"] == str(info.path)]
         same = [s for s in here if s["fingerprint"] == info.fingerprint]
         if not same:
@@ -179,7 +179,7 @@ class Ingester:
                 return None
             self.summary.updated_files += 1
             return source
-        taken = {s["source_id"] for s in known}
+        taken = store.source_ids_from(conn, (info.fingerprint or "")[:12])
         return self._new_source(conn, info, _unique_id(info.fingerprint or "", taken), digest)
 
     def _reset_reason(self, source: dict[str, Any], info: FileInfo, digest: str) -> str | None:

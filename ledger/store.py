@@ -197,11 +197,15 @@ def _m002_leftovers(db: sqlite_utils.Database) -> None:
 
 
 def _m004_real_agent_logs(db: sqlite_utils.Database) -> None:
-    """Columns for imported agent logs: sub-agent links, round continuations, unknown records."""
+    """Imported agent logs: sub-agent links, round continuations, unknown records, and source
+    lookups by path and fingerprint."""
     db["sessions"].add_column("parent_session_id", str)
     db["steps"].add_column("same_round", int)
     db["sources"].add_column("unknown_records", str)
     db["sessions"].create_index(["parent_session_id"])
+    # A folder of agent logs holds thousands of files: look each one's identity up, not scan.
+    db["sources"].create_index(["path"])
+    db["sources"].create_index(["fingerprint"])
 
 
 #: Ordered and append-only: never edit a migration that has shipped, add a new one.
@@ -318,10 +322,22 @@ def source_row(conn: sqlite3.Connection, source_id: str) -> dict[str, Any] | Non
     return dict(zip([d[0] for d in cursor.description], row, strict=True))
 
 
-def all_sources(conn: sqlite3.Connection) -> list[dict[str, Any]]:
-    cursor = conn.execute("SELECT * FROM sources")
+def sources_like(conn: sqlite3.Connection, path: str, fingerprint: str) -> list[dict[str, Any]]:
+    """The sources at ``path`` or with ``fingerprint``: all a file's identity can match (one
+    lookup per file, not a scan of every source, so ingest stays linear in the files)."""
+    cursor = conn.execute(
+        "SELECT * FROM sources WHERE path = ? OR fingerprint = ?", (path, fingerprint)
+    )
     names = [d[0] for d in cursor.description]
     return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+def source_ids_from(conn: sqlite3.Connection, prefix: str) -> set[str]:
+    """Source ids that start with ``prefix`` (the candidates a new id must not collide with)."""
+    rows = conn.execute(
+        "SELECT source_id FROM sources WHERE substr(source_id, 1, ?) = ?", (len(prefix), prefix)
+    )
+    return {source_id for (source_id,) in rows}
 
 
 def load_states(conn: sqlite3.Connection, source_id: str) -> list[dict[str, Any]]:

@@ -8,7 +8,8 @@ What a record becomes (the README's mapping table says the same for users):
   The first line of a response is a round; later lines continue it (``same_round``), adding
   their ``tool_use`` blocks and the growth of ``output_tokens`` over what was counted: usage
   is taken once per response, the fullest seen, never summed per line. A response id seen
-  before in the session (a replayed transcript) is skipped and counted in the reader state.
+  before in the session (one of its last 256; a replayed transcript) is skipped and counted in
+  the reader state.
 * ``message.stop_reason`` is null on every line Claude Code writes: null is "not a stop". A
   non-null value is passed on as the vendor stop string.
 * Synthetic API-error lines (``isApiErrorMessage``, model ``<synthetic>``) and the
@@ -26,7 +27,7 @@ What a record becomes (the README's mapping table says the same for users):
 * The task class is the project folder name (the last part of ``cwd``).
 
 Reader state, per session: the current response id and the output tokens counted for it, the
-ids of earlier responses (bounded), and the open tool calls (name and input digest, bounded).
+ids of the last 256 responses, and the open tool calls (name and input digest, bounded).
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ NOT_PROMPTS = ("<command-name>", "<command-message>", "<local-command-stdout>",
                "<local-command-caveat>", "<local-command-stderr>")
 INTERRUPTED = "[Request interrupted by user"
 REJECTED = "The user doesn't want to proceed with this tool use"
-SEEN_MAX = 2048
+SEEN_MAX = 256
 TOOLS_MAX = 512
 
 
