@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ledger.ingest import ingest
+from ledger.ingest import Options, ingest
 from tests.helpers import REAL_LOGS, rows
 
 EXPORT = REAL_LOGS / "06_langfuse_export_claude_agent_sdk_via_otel_2025-12-22.trace.json"
@@ -65,6 +66,15 @@ def test_the_trace_is_the_session(fold, export) -> None:
 
 def test_a_pretty_printed_export_is_detected(fold, export) -> None:
     assert session(fold(export, indent=2))["rounds"] == 4
+
+
+def test_a_forced_dialect_reads_the_whole_document(tmp_path: Path, export) -> None:
+    path = tmp_path / "a.json"
+    path.write_text(json.dumps(export, indent=2))
+    ingest(tmp_path / "l.db", [path], Options(dialect="langfuse"))
+    (source,) = rows(tmp_path / "l.db", "select fingerprint from sources")
+    assert source["fingerprint"] == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert session(tmp_path / "l.db")["rounds"] == 4
 
 
 def test_a_bare_trace_with_its_observations_is_read(fold, export) -> None:
