@@ -23,7 +23,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -153,7 +153,7 @@ class Codex:
 def generate(folder: Path, days: int, per_day: int, seed: int) -> list[tuple[Path, object]]:
     """Write the corpus; returns each file with its session maker (to grow it later)."""
     rng = random.Random(seed)
-    start = datetime(2025, 1, 1, 9, tzinfo=timezone.utc)
+    start = datetime(2025, 1, 1, 9, tzinfo=UTC)
     files: list[tuple[Path, object]] = []
     for day in range(days):
         for n in range(per_day):

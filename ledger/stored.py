@@ -31,13 +31,15 @@ from .events import Event
 #: never measured, so a replay leaves them out).
 STEP_COLUMNS = (
     "action", "tool_calls", "output_tokens", "tool_error", "observation_hash",
-    "vendor_stop", "outcome", "elapsed_s",
+    "vendor_stop", "outcome", "elapsed_s", "same_round",
 )
 #: Event's fields in order: :func:`stored_sessions` builds events positionally, for speed.
 assert [f.name for f in fields(Event)] == [
     "action", "tool_calls", "output_tokens", "observation", "tool_error", "vendor_stop",
     "outcome", "tool", "detail", "elapsed_s", "ts", "at", "observation_hash", "unmetered",
+    "same_round",
 ]
+NOT_UNMETERED: frozenset[str] = frozenset()
 SESSION_COLUMNS = (
     "session_id", "task_class", "dialect", "stop_reason", "stop_at", "stop_detail",
     "recorded_stop", "budget",
@@ -100,8 +102,9 @@ def stored_sessions(
         if pending[0] == session_id:
             yield _session(pending), (
                 Event(act, calls, tokens, None, None if err is None else err != 0, vendor,
-                      outcome, None, None, elapsed, None, None, digest)
-                for _, act, calls, tokens, err, digest, vendor, outcome, elapsed in rows
+                      outcome, None, None, elapsed, None, None, digest, NOT_UNMETERED,
+                      bool(same))
+                for _, act, calls, tokens, err, digest, vendor, outcome, elapsed, same in rows
             )
 
 

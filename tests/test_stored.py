@@ -16,7 +16,7 @@ from ledger.events import Event, meters_of, observation_hash
 from ledger.ingest import Options, ingest
 from ledger.stored import VERIFIED, StoredError, open_readonly, stored_sessions, task_classes
 from ledger.vendors import DEFAULT_VENDOR_MAP
-from tests.helpers import rows
+from tests.helpers import REAL_LOGS, rows
 from tests.strategies import budgets, ledger, write_ledger
 
 
@@ -45,6 +45,20 @@ def stored_stops(db: Path) -> dict[str, tuple[str, int | None, str | None]]:
 def test_the_sample_sessions_replay_to_their_stored_stops(sample_db: Path) -> None:
     with closing(open_readonly(str(sample_db))) as conn:
         assert replay_stored(conn) == stored_stops(sample_db)
+
+
+@pytest.mark.parametrize(
+    "budget",
+    [Budget(), Budget(max_rounds=5, max_steps=None, max_seconds=None),
+     Budget(max_tool_calls=4, max_steps=None, max_seconds=None),
+     Budget(max_output_tokens=100, max_steps=None, max_seconds=None)],
+)
+def test_real_agent_logs_replay_to_their_stored_stops(tmp_path: Path, budget: Budget) -> None:
+    # Rounds that span several rows (same_round) must stay one round when read back.
+    db = tmp_path / "ledger.db"
+    ingest(db, [REAL_LOGS], Options(budget=budget))
+    with closing(open_readonly(str(db))) as conn:
+        assert replay_stored(conn) == stored_stops(db)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
