@@ -24,8 +24,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from ..dialects import TRACE, RecordError, detect, parse_ts
-from ..events import observation_hash
+from ..dialects import TRACE, Record, RecordError, detect, parse_ts
+from ..events import ROUND, Event, observation_hash
 
 CLAUDE_CODE = "claude-code"
 CODEX = "codex"
@@ -87,6 +87,27 @@ def moment(obj: dict[str, Any], key: str = "timestamp") -> tuple[str | None, flo
         return text, parse_ts(text)
     except RecordError:
         return None, None
+
+
+def stamped(
+    events: list[Event], when: tuple[str | None, float | None], session: str,
+    task_class: str | None, parent: str | None,
+) -> list[Record]:
+    """The events one record yields, with its timestamp and its session."""
+    for event in events:
+        event.ts, event.at = when
+    return [Record(e, session=session, task_class=task_class, parent=parent) for e in events]
+
+
+def tool_result(
+    tool: str | None, call: str, output: Any, failed: bool | None, detail: str | None = None
+) -> Event:
+    """A tool's result, continuing the round that called it: an observation (a digest of the
+    call and its output, never the text) and, when it failed, a short excerpt."""
+    if failed and detail is None:
+        detail = excerpt(output) if isinstance(output, str) else "tool failed"
+    return Event(ROUND, same_round=True, observation=digest(call, output), tool_error=failed,
+                 tool=tool, detail=detail if failed else None)
 
 
 def whole(value: Any) -> int | None:

@@ -44,7 +44,9 @@ from . import (
     excerpt,
     folder_name,
     moment,
+    stamped,
     text_of,
+    tool_result,
     whole,
 )
 
@@ -93,13 +95,7 @@ def read(value: Any, state: dict[str, Any], fallback: str) -> list[Record]:
         events = _user(obj, mine)
     else:
         events = _system(obj)
-    ts, at = moment(obj)
-    task_class = folder_name(obj.get("cwd"))
-    records = []
-    for event in events:
-        event.ts, event.at = ts, at
-        records.append(Record(event, session=session, task_class=task_class, parent=parent))
-    return records
+    return stamped(events, moment(obj), session, folder_name(obj.get("cwd")), parent)
 
 
 def _session(obj: dict[str, Any]) -> tuple[str, str | None]:
@@ -208,14 +204,7 @@ def _tool_result(block: dict[str, Any], mine: dict[str, Any]) -> Event:
     failed = block.get("is_error") is True
     if failed and text.startswith(REJECTED):
         return Event("end", outcome="user_cancel", tool=name, detail="tool use rejected by user")
-    return Event(
-        ROUND,
-        same_round=True,
-        observation=digest(call_digest, text),
-        tool_error=failed,
-        tool=name,
-        detail=excerpt(text) if failed else None,
-    )
+    return tool_result(name, call_digest, text, failed)
 
 
 # --- system lines: turn ends and API retries ------------------------------------------------

@@ -44,7 +44,9 @@ from . import (
     excerpt,
     folder_name,
     moment,
+    stamped,
     text_of,
+    tool_result,
     whole,
 )
 
@@ -89,14 +91,8 @@ def read(value: Any, state: dict[str, Any], fallback: str) -> list[Record]:
     if kind == "compacted":
         return []
     events = _item(payload, state) if kind == "response_item" else _event(payload, state)
-    ts, at = moment(obj)
     session = state["session"] or fallback
-    records = []
-    for event in events:
-        event.ts, event.at = ts, at
-        records.append(Record(event, session=session, task_class=state["task_class"],
-                              parent=state["parent"]))
-    return records
+    return stamped(events, moment(obj), session, state["task_class"], state["parent"])
 
 
 def _meta(payload: dict[str, Any], state: dict[str, Any]) -> None:
@@ -162,14 +158,7 @@ def _tool_output(item: dict[str, Any], state: dict[str, Any]) -> Event:
             failed = None  # its end event counted it already
         else:
             _settle(state, call)
-    return Event(
-        ROUND,
-        same_round=True,
-        observation=digest(call_digest, text),
-        tool_error=failed,
-        tool=name,
-        detail=excerpt(text) if failed else None,
-    )
+    return tool_result(name, call_digest, text, failed)
 
 
 def _exit_status(output: Any) -> tuple[str, bool | None]:

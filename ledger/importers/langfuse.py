@@ -30,7 +30,7 @@ from typing import Any
 
 from ..dialects import Record, RecordError
 from ..events import ROUND, Event
-from . import as_object, digest, excerpt, moment, whole
+from . import as_object, digest, excerpt, moment, tool_result, whole
 
 GROUPING = frozenset({
     "SPAN", "EVENT", "AGENT", "CHAIN", "RETRIEVER", "EVALUATOR", "EMBEDDING", "GUARDRAIL",
@@ -120,14 +120,8 @@ def _observation(obs: dict[str, Any], unknown: Counter[str]) -> Event | None:
         )
     if kind == "TOOL":
         name = obs.get("name") if isinstance(obs.get("name"), str) else None
-        return Event(
-            ROUND,
-            same_round=True,
-            observation=digest(name, obs.get("input"), obs.get("output")),
-            tool_error=failed,
-            tool=name,
-            detail=(excerpt(status) or "tool failed") if failed else None,
-        )
+        detail = excerpt(status) or "tool failed"
+        return tool_result(name, digest(name, obs.get("input")), obs.get("output"), failed, detail)
     if kind not in GROUPING:
         unknown[f"observation/{kind}"] += 1
     return None
