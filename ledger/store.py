@@ -184,7 +184,7 @@ def _m002_verdicts(db: sqlite_utils.Database) -> None:
         db[table].create_index(columns)
 
 
-def _m002_leftovers(db: sqlite_utils.Database) -> None:
+def _m003_leftovers(db: sqlite_utils.Database) -> None:
     """Findings of ``agent-ledger leftovers``: second control planes in a code base."""
     db["leftovers"].create(
         {
@@ -212,7 +212,7 @@ def _m004_real_agent_logs(db: sqlite_utils.Database) -> None:
 MIGRATIONS: Sequence[tuple[str, Migration]] = (
     ("001_initial", _m001_initial),
     ("002_verdicts", _m002_verdicts),
-    ("003_leftovers", _m002_leftovers),
+    ("003_leftovers", _m003_leftovers),
     ("004_real_agent_logs", _m004_real_agent_logs),
 )
 
