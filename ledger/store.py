@@ -17,6 +17,7 @@ from typing import Any
 
 import sqlite_utils
 
+from . import rollup
 from .reasons import DECISION_TABLE
 
 BUSY_TIMEOUT_MS = 60_000
@@ -135,8 +136,19 @@ def _write_stop_reasons(db: sqlite_utils.Database) -> None:
     )
 
 
+def _m002_dashboard(db: sqlite_utils.Database) -> None:
+    """The dashboard's rollups (see rollup.py) and the indexes its pages page through."""
+    rollup.create(db.conn)
+    db["incidents"].create_index(["kind", "key"])
+    db["incidents"].create_index(["kind", "length", "session_id", "start_idx"])
+    db["incidents"].create_index(["kind", "length", "output_tokens", "session_id", "start_idx"])
+
+
 #: Ordered and append-only: never edit a migration that has shipped, add a new one.
-MIGRATIONS: Sequence[tuple[str, Migration]] = (("001_initial", _m001_initial),)
+MIGRATIONS: Sequence[tuple[str, Migration]] = (
+    ("001_initial", _m001_initial),
+    ("002_dashboard", _m002_dashboard),
+)
 
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -198,6 +210,8 @@ def write_batch(
     source: dict[str, Any],
 ) -> None:
     """Write one batch. Call inside :func:`immediate`."""
+    changed = [row["session_id"] for row in sessions]
+    rollup.apply(conn, changed, -1)
     _upsert(conn, "steps", steps)
     _upsert(conn, "incidents", incidents)
     if errors:
@@ -217,11 +231,13 @@ def write_batch(
         ],
     )
     _upsert(conn, "sources", [source])
+    rollup.apply(conn, changed, 1)
 
 
 def forget_source(conn: sqlite3.Connection, source_id: str) -> None:
     """Delete everything that came from one source (before it is read again from the start)."""
     sessions = "SELECT session_id FROM sessions WHERE source_id = ?"
+    rollup.apply(conn, [sid for (sid,) in conn.execute(sessions, (source_id,))], -1)
     conn.execute(f"DELETE FROM incidents WHERE session_id IN ({sessions})", (source_id,))
     conn.execute("DELETE FROM steps WHERE source_id = ?", (source_id,))
     conn.execute("DELETE FROM fold_state WHERE source_id = ?", (source_id,))
