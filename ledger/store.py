@@ -137,7 +137,7 @@ def _write_stop_reasons(db: sqlite_utils.Database) -> None:
 
 
 def _m002_dashboard(db: sqlite_utils.Database) -> None:
-    """The dashboard's rollups (see rollup.py) and the indexes its pages page through."""
+    """The dashboard's session rollup (see rollup.py) and the indexes its pages page through."""
     rollup.create(db.conn)
     db["incidents"].create_index(["kind", "key"])
     db["incidents"].create_index(["kind", "length", "session_id", "start_idx"])

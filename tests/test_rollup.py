@@ -14,25 +14,30 @@ from ledger.budget import Budget
 from ledger.ingest import Options, ingest
 from tests.helpers import rows
 
-TABLES = [r.table for r in rollup.ROLLUPS]
 
-
-def stored(db_path: Path, table: str) -> list[tuple]:
-    r = next(r for r in rollup.ROLLUPS if r.table == table)
-    columns = ", ".join((*r.keys, *r.measures))
+def stored(db_path: Path) -> list[tuple]:
+    columns = ", ".join((*rollup.KEY_NAMES, *rollup.MEASURE_NAMES))
+    order = ", ".join(rollup.KEY_NAMES)
     with sqlite3.connect(db_path) as conn:
-        order = ", ".join(r.keys)
-        return conn.execute(f"select {columns} from {table} order by {order}").fetchall()
+        return conn.execute(f"select {columns} from session_rollup order by {order}").fetchall()
 
 
-def rebuilt(db_path: Path, table: str) -> list[tuple]:
+def rebuilt(db_path: Path) -> list[tuple]:
     with sqlite3.connect(db_path) as conn:
-        return rollup.rebuilt(conn, table)
+        return rollup.rebuilt(conn)
 
 
 def assert_consistent(db_path: Path) -> None:
-    for table in TABLES:
-        assert stored(db_path, table) == rebuilt(db_path, table), table
+    assert stored(db_path) == rebuilt(db_path)
+
+
+def bucket_counts(db_path: Path, where: str = "1") -> dict[tuple[str, int], int]:
+    """Stopped sessions per (counter, bucket) over the rollup rows ``where`` picks."""
+    columns = [(c.name, b) for c in rollup.COUNTERS for b in range(len(rollup.BUCKETS))]
+    sums = ", ".join(f"sum({name}_{b})" for name, b in columns)
+    with sqlite3.connect(db_path) as conn:
+        found = conn.execute(f"select {sums} from session_rollup where {where}").fetchone()
+    return {key: n for key, n in zip(columns, found, strict=True) if n}
 
 
 def test_sample_rollup_counts_every_session(sample_db: Path) -> None:
@@ -61,38 +66,33 @@ def test_sessions_without_timestamps_have_no_day(sample_db: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("counter", "value", "cap", "bucket"),
+    ("reason", "counter"),
     [
-        ("tool_calls", 28, 24, 3),  # bf-0006 stopped by max_tool_calls: over the cap
-        ("output_tokens", 37000, 32000, 3),  # the seed trace stopped by max_output_tokens
-        ("writes", 3, 2, 3),
-        ("seconds", 48.0, 45.0, 3),
+        ("max_tool_calls", "tool_calls"),  # bf-0006: tool calls 28 >= 24
+        ("max_output_tokens", "output_tokens"),  # the seed trace: 37000 >= 32000
+        ("max_writes", "writes"),  # writes 3 > 2
+        ("max_seconds", "seconds"),  # 48.0 > 45.0
+        ("max_rounds", "rounds"),
     ],
 )
-def test_a_tripped_cap_is_in_the_top_bucket(
-    sample_db: Path, counter: str, value: float, cap: float, bucket: int
-) -> None:
-    assert value >= cap
-    found = rows(
-        sample_db,
-        "select sum(sessions) as n from budget_rollup where counter = ? and bucket = ?",
-        [counter, bucket],
-    )
-    assert found[0]["n"] >= 1
+def test_a_tripped_cap_is_in_the_top_bucket(sample_db: Path, reason: str, counter: str) -> None:
+    counts = bucket_counts(sample_db, f"stop_reason = '{reason}'")
+    assert counts[(counter, 3)] == 1
+    assert sum(n for (name, _), n in counts.items() if name == counter) == 1
 
 
 def test_unmeasured_counters_and_other_seeds_caps_are_left_out(sample_db: Path) -> None:
     """Gate ledgers are never held to rounds; traces never to steps; no meter, no bucket."""
-    by_class = {
-        r["task_class"]: set(r["counters"].split(","))
-        for r in rows(
-            sample_db,
-            "select task_class, group_concat(distinct counter) as counters from budget_rollup"
-            " group by task_class",
-        )
-    }
-    assert by_class["docs"] == {"steps", "writes", "seconds"}
-    assert by_class["refactor"] == {"rounds", "tool_calls", "output_tokens", "tool_errors"}
+    docs = {name for name, _ in bucket_counts(sample_db, "task_class = 'docs'")}
+    refactor = {name for name, _ in bucket_counts(sample_db, "task_class = 'refactor'")}
+    assert docs == {"steps", "writes", "seconds"}
+    assert refactor == {"rounds", "tool_calls", "output_tokens", "tool_errors"}
+    actions_only = bucket_counts(sample_db, "stop_reason = 'no_progress' and day != ''")
+    assert "rounds" not in {name for name, _ in actions_only}  # bf-0005 has no round counter
+
+
+def test_sessions_that_ran_out_have_no_buckets(sample_db: Path) -> None:
+    assert bucket_counts(sample_db, "stop_reason = 'task_complete'") == {}
 
 
 @pytest.mark.parametrize("edge", [0.0, 0.49, 0.5, 0.79, 0.8, 0.99, 1.0, 1.5])
@@ -155,12 +155,11 @@ def test_rollups_stay_equal_to_a_rebuild(
     assert not rows(db_path, "select * from session_rollup where sessions <= 0")
 
 
-def test_the_migration_fills_the_rollups_of_an_older_database(samples: Path, db_path: Path) -> None:
+def test_the_migration_fills_the_rollup_of_an_older_database(samples: Path, db_path: Path) -> None:
     ingest(db_path, [samples])
-    expected = {table: stored(db_path, table) for table in TABLES}
+    expected = stored(db_path)
     with sqlite3.connect(db_path) as conn:
-        for table in TABLES:
-            conn.execute(f"drop table {table}")
+        conn.execute("drop table session_rollup")
         for (index,) in conn.execute(
             "select name from sqlite_master where type = 'index'"
             " and name like 'idx_incidents_kind_%' and name != 'idx_incidents_kind_length'"
@@ -171,4 +170,4 @@ def test_the_migration_fills_the_rollups_of_an_older_database(samples: Path, db_
     db = store.connect(db_path)
     assert isinstance(db, sqlite_utils.Database)
     db.conn.close()
-    assert {table: stored(db_path, table) for table in TABLES} == expected
+    assert stored(db_path) == expected

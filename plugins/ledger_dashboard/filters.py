@@ -92,6 +92,14 @@ class Filters:
             sql += f" and s.source_id in ({_SOURCES})"
         return sql
 
+    def incident_where(self) -> str:
+        """The same conditions on ``incidents`` (aliased ``i``): the incident's session is one
+        the filters pick. A subquery, not a join, so SQLite narrows the sessions first."""
+        where = self.session_where()
+        if not where:
+            return ""
+        return f" and i.session_id in (select s.session_id from sessions s where 1{where})"
+
     def query(self, **changes: Any) -> str:
         """The query string of these filters with ``changes`` (None drops a key), or ''."""
         own = {k: v for k, v in changes.items() if k in self.names()}

@@ -8,6 +8,7 @@ the query string and runs only the fixed statements in ``queries``.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
@@ -110,7 +111,7 @@ def whole_number(request: Request, name: str, default: int, minimum: int) -> int
     text = request.args.get(name) or ""
     if not text:
         return default
-    if not text.isdigit() or int(text) < minimum:
+    if not (text.isascii() and text.isdigit()) or int(text) < minimum:
         raise BadRequest(f"{name}: {text!r} must be a whole number of {minimum} or more")
     return int(text)
 
@@ -141,83 +142,98 @@ def link_rows(ctx: Context, found: list[dict[str, Any]]) -> list[dict[str, Any]]
 # --- page builders -------------------------------------------------------------------------
 
 
-async def overview_data(ctx: Context) -> dict[str, Any]:
-    db, filters = ctx.db, ctx.filters
-    src = await queries.Sources.of(db)
-    by_class = await queries.by_class_and_reason(db, src, filters)
+def class_rows(by_class: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """Rows of (task class, stop reason) sums as one row per task class, and the totals."""
+    summed = ("sessions", "steps", "events_after_stop", "tool_calls", "output_tokens")
     classes: dict[str, dict[str, Any]] = {}
-    totals = defaultdict(int)
+    totals: dict[str, int] = defaultdict(int, {"sessions": 0, "steps": 0, "stopped_by_budget": 0})
     for r in by_class:
-        row = classes.setdefault(r["task_class"], {
-            "task_class": r["task_class"], "sessions": 0, "steps": 0, "events_after_stop": 0,
-            "tool_calls": 0, "output_tokens": 0, "stop_reasons": {},
-        })
-        for key in ("sessions", "steps", "events_after_stop", "tool_calls", "output_tokens"):
+        row = classes.setdefault(
+            r["task_class"],
+            {"task_class": r["task_class"], **dict.fromkeys(summed, 0), "stop_reasons": {}},
+        )
+        for key in summed:
             row[key] += r[key]
             totals[key] += r[key]
         row["stop_reasons"][r["stop_reason"]] = r["sessions"]
         if r["stop_reason"] != StopReason.TASK_COMPLETE.value:
             totals["stopped_by_budget"] += r["sessions"]
-    by_day = await queries.by_day_and_reason(db, src, filters)
-    unit, periods = charts.by_period([r for r in by_day if r["day"]])
-    over_time: dict[str, dict[str, Any]] = {}
-    for r in periods:
-        period = over_time.setdefault(
+    return list(classes.values()), dict(totals)
+
+
+def period_rows(by_day: list[dict[str, Any]]) -> dict[str, Any]:
+    """Sessions per day (or month), each with its stop reasons."""
+    unit, found = charts.by_period([r for r in by_day if r["day"]])
+    periods: dict[str, dict[str, Any]] = {}
+    for r in found:
+        period = periods.setdefault(
             r["period"], {"period": r["period"], "sessions": 0, "stop_reasons": {}}
         )
         period["sessions"] += r["sessions"]
         period["stop_reasons"][r["stop_reason"]] = r["sessions"]
-    budget_rows = await queries.budget_at_stop(db, src, filters)
-    verdicts = await queries.paid_path_verdicts(db, filters)
+    return {
+        "unit": unit,
+        "periods": list(periods.values()),
+        "without_timestamp": sum(r["sessions"] for r in by_day if not r["day"]),
+    }
+
+
+def budget_rows_by_counter(found: list[dict[str, Any]]) -> dict[str, Any]:
+    counts = {(r["counter"], r["bucket"]): r["sessions"] for r in found}
+    return {
+        "buckets": list(BUCKETS),
+        "counters": [
+            {
+                "counter": c.name,
+                "label": c.label,
+                "sessions": [counts.get((c.name, b), 0) for b in range(len(BUCKETS))],
+            }
+            for c in COUNTERS
+            if any(name == c.name for name, _ in counts)
+        ],
+    }
+
+
+async def overview_data(ctx: Context) -> dict[str, Any]:
+    db, filters = ctx.db, ctx.filters
+    src = await queries.Sources.of(db)
     limit = threshold(ctx.datasette, ctx.database)
-    storms = await queries.incidents(db, queries.RETRY_STORMS, filters, limit, size=TOP)
-    stuck = await queries.incidents(db, queries.NO_PROGRESS, filters, 2, size=TOP)
-    vendors = await queries.unknown_vendors(db, filters, size=TOP)
+    # Independent reads: Datasette runs them on its pool of read connections at once.
+    (
+        by_class, by_day, budget, verdicts, computed, storms, stuck, vendors,
+        storm_count, stuck_count, vendor_count,
+    ) = await asyncio.gather(
+        queries.by_class_and_reason(db, src, filters),
+        queries.by_day_and_reason(db, src, filters),
+        queries.budget_at_stop(db, src, filters),
+        queries.paid_path_verdicts(db, filters),
+        queries.paid_path_computed(db, src, filters),
+        queries.incidents(db, queries.RETRY_STORMS, filters, limit, size=TOP),
+        queries.incidents(db, queries.NO_PROGRESS, filters, 2, size=TOP),
+        queries.unknown_vendors(db, filters, size=TOP),
+        queries.count_incidents(db, "retry_storm", filters, limit),
+        queries.count_incidents(db, "no_progress", filters, 2),
+        queries.count_unknown_vendors(db, filters),
+    )
+    classes, totals = class_rows(by_class)
     return {
         "database": ctx.database,
         "filters": filters.active(),
-        "rollups": src.stored,
-        "totals": {"sessions": 0, "steps": 0, "stopped_by_budget": 0, **totals},
-        "task_classes": list(classes.values()),
-        "over_time": {
-            "unit": unit,
-            "periods": list(over_time.values()),
-            "without_timestamp": sum(r["sessions"] for r in by_day if not r["day"]),
-        },
-        "budget_at_stop": {
-            "buckets": list(BUCKETS),
-            "counters": [
-                {
-                    "counter": c.name,
-                    "label": c.label,
-                    "sessions": [
-                        next((r["sessions"] for r in budget_rows
-                              if r["counter"] == c.name and r["bucket"] == b), 0)
-                        for b in range(len(BUCKETS))
-                    ],
-                }
-                for c in COUNTERS
-                if any(r["counter"] == c.name for r in budget_rows)
-            ],
-        },
+        "rollup": src.stored,
+        "totals": totals,
+        "task_classes": classes,
+        "over_time": period_rows(by_day),
+        "budget_at_stop": budget_rows_by_counter(budget),
         "paid_path": {
-            "from": "task_classes" if verdicts is not None else "computed",
-            "rows": verdicts
-            if verdicts is not None
-            else await queries.paid_path_computed(db, src, filters),
+            "from": "computed" if verdicts is None else "task_classes",
+            "rows": computed if verdicts is None else verdicts,
         },
         "retry_storms": {
-            "threshold": limit,
-            "count": await queries.count_incidents(db, "retry_storm", filters, limit),
-            "top": link_rows(ctx, storms.rows),
+            "threshold": limit, "count": storm_count, "top": link_rows(ctx, storms.rows),
         },
-        "no_progress": {
-            "count": await queries.count_incidents(db, "no_progress", filters, 2),
-            "top": link_rows(ctx, stuck.rows),
-        },
+        "no_progress": {"count": stuck_count, "top": link_rows(ctx, stuck.rows)},
         "unknown_vendors": {
-            "count": await queries.count_unknown_vendors(db, filters),
-            "top": [vendor_row(ctx, r) for r in vendors.rows],
+            "count": vendor_count, "top": [vendor_row(ctx, r) for r in vendors.rows],
         },
         "_charts": {
             "by_class": charts.stop_reasons_by_class(
@@ -227,7 +243,7 @@ async def overview_data(ctx: Context) -> dict[str, Any]:
                 ),
             ),
             "over_time": charts.sessions_over_time(by_day),
-            "budget": charts.budget_at_stop(budget_rows),
+            "budget": charts.budget_at_stop(budget),
         },
     }
 
@@ -236,16 +252,19 @@ async def retry_storms_data(ctx: Context) -> dict[str, Any]:
     limit = whole_number(
         ctx.request, "min_length", threshold(ctx.datasette, ctx.database), minimum=2
     )
-    page = await queries.incidents(
-        ctx.db, queries.RETRY_STORMS, ctx.filters, limit,
-        after=ctx.request.args.get("_next"), size=page_size(ctx.request),
+    page, by_day, count = await asyncio.gather(
+        queries.incidents(
+            ctx.db, queries.RETRY_STORMS, ctx.filters, limit,
+            after=ctx.request.args.get("_next"), size=page_size(ctx.request),
+        ),
+        queries.storms_by_day(ctx.db, ctx.filters, limit),
+        queries.count_incidents(ctx.db, "retry_storm", ctx.filters, limit),
     )
-    by_day = await queries.storms_by_day(ctx.db, ctx.filters, limit)
     return {
         "database": ctx.database,
         "filters": ctx.filters.active(),
         "threshold": limit,
-        "count": await queries.count_incidents(ctx.db, "retry_storm", ctx.filters, limit),
+        "count": count,
         "rows": link_rows(ctx, page.rows),
         "next": page.next,
         "next_url": next_url(ctx, "retry-storms", page.next),
@@ -319,6 +338,44 @@ def vendor_map_file(found: list[dict[str, Any]]) -> str:
     ]) + "\n"
 
 
+def decision_of(session: dict[str, Any]) -> dict[str, str] | None:
+    """The decision table's row for the reason the budget stopped ``session`` (None if it
+    ran out)."""
+    if session["stop_at"] is None or session["stop_reason"] not in REASONS:
+        return None
+    d = DECISIONS[StopReason(session["stop_reason"])]
+    return {
+        "reason": d.reason.value, "seed": d.seed, "must_observe": d.must_observe,
+        "safe_action": d.safe_action, "fail_closed_if_missing": d.fail_closed_if_missing,
+        "description": d.description,
+    }
+
+
+def window(first: int, last: int, events: int, stop_at: int | None) -> dict[str, Any]:
+    """Which steps a timeline page shows, and the links to the pages around it."""
+    return {
+        "first": first,
+        "last": last,
+        "events": events,
+        "previous_url": f"?at={max(first - TIMELINE_PAGE, 1)}" if first > 1 else None,
+        "next_url": f"?at={last + 1}" if last < events else None,
+        "stop_url": f"?at={stop_at}#step-{stop_at}" if stop_at else None,
+    }
+
+
+async def final_meters(
+    ctx: Context, session_id: str, idx: int, shown: list[dict[str, Any]], held: list[Any]
+) -> list[dict[str, Any]]:
+    """The counters after step ``idx`` (the stop, or the last step), against their caps."""
+    step = next((s for s in shown if s["idx"] == idx), None)
+    if step is None:
+        step = next(iter(await queries.steps(ctx.db, session_id, idx, 1)), None)
+    if step is None:
+        return []
+    hashes = await queries.observations_before(ctx.db, session_id, idx + 1, REPEATS_SEEN)
+    return [m.to_dict() for m in step_meters(step, run_length(hashes), held)]
+
+
 async def session_data(ctx: Context, session_id: str) -> dict[str, Any]:
     await ctx.datasette.ensure_permissions(
         ctx.request.actor,
@@ -328,76 +385,46 @@ async def session_data(ctx: Context, session_id: str) -> dict[str, Any]:
     session = await queries.session(ctx.db, session_id)
     if session is None:
         raise NotFound(f"No session {session_id!r} in {ctx.database}")
-    events = session["events"] or 0
+    events, stop_at = session["events"] or 0, session["stop_at"]
     at = whole_number(ctx.request, "at", 1, minimum=1)
     first = ((min(at, max(events, 1)) - 1) // TIMELINE_PAGE) * TIMELINE_PAGE + 1
-    found = await queries.steps(ctx.db, session_id, first, TIMELINE_PAGE)
+    shown = await queries.steps(ctx.db, session_id, first, TIMELINE_PAGE)
     held = gauges(session)
     before = await queries.observations_before(ctx.db, session_id, first, REPEATS_SEEN)
-    counts = repeats(found, before)
-    stop_at = session["stop_at"]
     limit = threshold(ctx.datasette, ctx.database)
     incidents = [
         dict(i, href=f"?at={i['start_idx']}#step-{i['start_idx']}")
         for i in await queries.session_incidents(ctx.db, session_id)
         if i["kind"] != "retry_storm" or i["length"] >= limit
     ]
-    rows_out = []
-    meters_by_step = []
-    for step, repeat in zip(found, counts, strict=True):
-        meters = step_meters(step, repeat, held)
-        meters_by_step.append(meters)
-        rows_out.append(dict(
+    meters = [step_meters(s, n, held) for s, n in zip(shown, repeats(shown, before), strict=True)]
+    steps = [
+        dict(
             step,
             is_stop=step["idx"] == stop_at,
-            meters=[m.to_dict() for m in meters],
+            meters=[m.to_dict() for m in step_meter],
             incidents=sorted({
                 i["kind"] for i in incidents if i["start_idx"] <= step["idx"] <= i["end_idx"]
             }),
-        ))
-    decision = None
-    if session["stop_at"] is not None and session["stop_reason"] in REASONS:
-        d = DECISIONS[StopReason(session["stop_reason"])]
-        decision = {
-            "reason": d.reason.value, "seed": d.seed, "must_observe": d.must_observe,
-            "safe_action": d.safe_action, "fail_closed_if_missing": d.fail_closed_if_missing,
-            "description": d.description,
-        }
-    final_idx = stop_at or events
-    final = next((s for s in found if s["idx"] == final_idx), None)
-    if final is None and final_idx:
-        final = (await queries.steps(ctx.db, session_id, final_idx, 1) or [None])[0]
-    final_repeat = 0
-    if final is not None:
-        final_repeat = run_length(
-            await queries.observations_before(ctx.db, session_id, final_idx + 1, REPEATS_SEEN)
         )
-    last = found[-1]["idx"] if found else first - 1
-    budget = json.loads(session.get("budget") or "{}")
+        for step, step_meter in zip(shown, meters, strict=True)
+    ]
+    final_idx = stop_at or events
     return {
         "database": ctx.database,
-        "session": dict(session, budget=budget),
-        "decision": decision,
+        "session": dict(session, budget=json.loads(session.get("budget") or "{}")),
+        "decision": decision_of(session),
         "at_stop": {
             "idx": final_idx,
             "stopped": stop_at is not None,
-            "meters": [m.to_dict() for m in step_meters(final or {}, final_repeat, held)]
-            if final
-            else [],
+            "meters": await final_meters(ctx, session_id, final_idx, shown, held),
         },
-        "steps": rows_out,
+        "steps": steps,
         "incidents": incidents,
         "retry_storm_threshold": limit,
-        "window": {
-            "first": first,
-            "last": last,
-            "events": events,
-            "previous_url": f"?at={max(first - TIMELINE_PAGE, 1)}" if first > 1 else None,
-            "next_url": f"?at={last + 1}" if last < events else None,
-            "stop_url": f"?at={stop_at}#step-{stop_at}" if stop_at else None,
-        },
+        "window": window(first, shown[-1]["idx"] if shown else first - 1, events, stop_at),
         "_charts": {
-            "budget": charts.budget_by_step([s["idx"] for s in found], meters_by_step, stop_at)
+            "budget": charts.budget_by_step([s["idx"] for s in shown], meters, stop_at)
         },
     }
 
@@ -424,18 +451,15 @@ Builder = Callable[[Context], Awaitable[dict[str, Any]]]
 
 
 async def respond(
-    ctx: Context, page: PageInfo, data: dict[str, Any], json_twin: bool,
-    json_url: str, extra: dict[str, Any] | None = None,
+    ctx: Context, page: PageInfo, data: dict[str, Any], json_twin: bool, json_url: str
 ) -> Response:
+    """The page's dict as its ``.json`` twin, or rendered (with its charts) as HTML."""
     chart_specs = data.pop("_charts", {})
     if json_twin:
         return Response.json(data, default=str)
     context = {
         **data,
-        **(extra or {}),
         "page": page,
-        "pages": PAGES,
-        "urls": ctx.datasette.urls,
         "ledger_urls": ctx.urls,
         "query": ctx.filters.query(),
         "chart_specs": chart_specs,

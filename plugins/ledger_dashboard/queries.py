@@ -1,10 +1,10 @@
 """The dashboard's SQL: fixed statements with named parameters, each bounded by an index.
 
-The overview reads the rollups (``session_rollup``, ``budget_rollup``, see ``ledger/rollup.py``)
-instead of aggregating ``sessions``; incident pages read the ``incidents`` rows the fold wrote,
+The overview reads the rollup (``session_rollup``, see ``ledger/rollup.py``) instead of
+aggregating ``sessions``; incident pages read the ``incidents`` rows the fold wrote,
 a page at a time along an index (keyset pagination, never OFFSET over a big table); a session's
 timeline reads its own steps by primary key. A database written by an agent-ledger older than
-the rollups still works: the rollups are then computed from ``sessions`` on the fly (slower).
+the rollup still works: it is then computed from ``sessions`` on the fly (slower).
 """
 
 from __future__ import annotations
@@ -42,22 +42,16 @@ async def is_ledger(db: Database) -> bool:
 
 @dataclass(frozen=True)
 class Sources:
-    """Where the overview reads its counts: the rollup tables, or the same rows computed."""
+    """Where the overview reads its counts: the rollup table, or the same rows computed."""
 
-    sessions: str
-    budget: str
+    table: str
     stored: bool
 
     @classmethod
     async def of(cls, db: Database) -> Sources:
-        tables = set(await db.table_names())
-        if {r.table for r in rollup.ROLLUPS} <= tables:
-            return cls("session_rollup", "budget_rollup", True)
-        return cls(
-            f"({rollup.session_contributions(rollup.ALL)})",
-            f"({rollup.budget_contributions(rollup.ALL)})",
-            False,
-        )
+        if await db.table_exists(rollup.TABLE):
+            return cls(rollup.TABLE, True)
+        return cls(f"({rollup.contributions(rollup.ALL)})", False)
 
 
 # --- the overview --------------------------------------------------------------------------
@@ -69,7 +63,7 @@ async def by_class_and_reason(db: Database, src: Sources, filters: Filters) -> l
         "select task_class, stop_reason, sum(sessions) as sessions, sum(steps) as steps, "
         "sum(events) as events, sum(tool_calls) as tool_calls, "
         "sum(output_tokens) as output_tokens, sum(events_after_stop) as events_after_stop "
-        f"from {src.sessions} where 1 {filters.rollup_where()} "
+        f"from {src.table} where 1 {filters.rollup_where()} "
         "group by task_class, stop_reason order by task_class, stop_reason",
         filters.params(),
     )
@@ -79,19 +73,25 @@ async def by_day_and_reason(db: Database, src: Sources, filters: Filters) -> lis
     return await rows(
         db,
         "select day, stop_reason, sum(sessions) as sessions "
-        f"from {src.sessions} where 1 {filters.rollup_where()} "
+        f"from {src.table} where 1 {filters.rollup_where()} "
         "group by day, stop_reason order by day, stop_reason",
         filters.params(),
     )
 
 
 async def budget_at_stop(db: Database, src: Sources, filters: Filters) -> list[Row]:
-    return await rows(
-        db,
-        "select counter, bucket, sum(sessions) as sessions "
-        f"from {src.budget} where 1 {filters.rollup_where()} group by counter, bucket",
-        filters.params(),
+    """Stopped sessions per (counter, bucket), for the buckets that hold any."""
+    columns = [c.bucket_column(b) for c in rollup.COUNTERS for b in range(len(rollup.BUCKETS))]
+    sums = ", ".join(f"coalesce(sum({col}), 0) as {col}" for col in columns)
+    (found,) = await rows(
+        db, f"select {sums} from {src.table} where 1 {filters.rollup_where()}", filters.params()
     )
+    return [
+        {"counter": c.name, "bucket": b, "sessions": found[c.bucket_column(b)]}
+        for c in rollup.COUNTERS
+        for b in range(len(rollup.BUCKETS))
+        if found[c.bucket_column(b)]
+    ]
 
 
 async def paid_path_computed(db: Database, src: Sources, filters: Filters) -> list[Row]:
@@ -101,7 +101,7 @@ async def paid_path_computed(db: Database, src: Sources, filters: Filters) -> li
         "select task_class, sum(sessions) as sessions, "
         "sum(sessions * unknown_vendor) as unknown_vendor_sessions, "
         "sum(sessions * no_terminal) as completes_without_terminal_signal "
-        f"from {src.sessions} where 1 {filters.rollup_where()} group by task_class "
+        f"from {src.table} where 1 {filters.rollup_where()} group by task_class "
         "having sum(sessions * unknown_vendor) > 0 or sum(sessions * no_terminal) > 0 "
         "order by unknown_vendor_sessions desc, completes_without_terminal_signal desc, "
         "task_class",
@@ -129,7 +129,7 @@ async def paid_path_verdicts(db: Database, filters: Filters) -> list[Row] | None
 
 
 async def task_classes(db: Database, src: Sources) -> list[str]:
-    found = await rows(db, f"select distinct task_class from {src.sessions} order by task_class")
+    found = await rows(db, f"select distinct task_class from {src.table} order by task_class")
     return [r["task_class"] for r in found]
 
 
@@ -211,7 +211,7 @@ async def incidents(
         db,
         f"select {INCIDENT_COLUMNS} from incidents i "
         "join sessions s on s.session_id = i.session_id "
-        f"where i.kind = :kind and i.length >= :min_length{keyset}{filters.session_where()} "
+        f"where i.kind = :kind and i.length >= :min_length{keyset}{filters.incident_where()} "
         f"order by {kind.order_by()} limit :limit",
         params,
     )
@@ -221,11 +221,10 @@ async def incidents(
 
 
 async def count_incidents(db: Database, kind: str, filters: Filters, min_length: int) -> int:
-    join = " join sessions s on s.session_id = i.session_id" if filters.active() else ""
     found = await rows(
         db,
-        f"select count(*) as n from incidents i{join} "
-        f"where i.kind = :kind and i.length >= :min_length{filters.session_where()}",
+        "select count(*) as n from incidents i "
+        f"where i.kind = :kind and i.length >= :min_length{filters.incident_where()}",
         {**filters.params(), "kind": kind, "min_length": min_length},
     )
     return int(found[0]["n"])
@@ -236,8 +235,7 @@ async def storms_by_day(db: Database, filters: Filters, min_length: int) -> list
         db,
         "select coalesce(substr(i.started_at, 1, 10), '') as day, count(*) as storms, "
         "sum(i.length) as retries, sum(i.blocked) as blocked from incidents i "
-        "join sessions s on s.session_id = i.session_id "
-        f"where i.kind = 'retry_storm' and i.length >= :min_length{filters.session_where()} "
+        f"where i.kind = 'retry_storm' and i.length >= :min_length{filters.incident_where()} "
         "group by day order by day",
         {**filters.params(), "min_length": min_length},
     )
@@ -253,8 +251,8 @@ async def unknown_vendors(
         "count(distinct i.session_id) as sessions, "
         "json_group_array(distinct i.task_class) as task_classes, "
         "min(i.started_at) as first_seen, max(i.started_at) as last_seen "
-        "from incidents i join sessions s on s.session_id = i.session_id "
-        f"where i.kind = 'unknown_vendor'{filters.session_where()} "
+        "from incidents i "
+        f"where i.kind = 'unknown_vendor'{filters.incident_where()} "
         "group by i.key order by occurrences desc, vendor_stop limit :limit offset :offset",
         {**filters.params(), "limit": size + 1, "offset": offset},
     )
@@ -265,11 +263,10 @@ async def unknown_vendors(
 
 
 async def count_unknown_vendors(db: Database, filters: Filters) -> int:
-    join = " join sessions s on s.session_id = i.session_id" if filters.active() else ""
     found = await rows(
         db,
-        f"select count(distinct i.key) as n from incidents i{join} "
-        f"where i.kind = 'unknown_vendor'{filters.session_where()}",
+        "select count(distinct i.key) as n from incidents i "
+        f"where i.kind = 'unknown_vendor'{filters.incident_where()}",
         filters.params(),
     )
     return int(found[0]["n"])
