@@ -57,19 +57,31 @@ def _reason_datasets(
     return datasets, links
 
 
+def _stacked(
+    rows: Sequence[Mapping[str, Any]],
+    key: str,
+    horizontal: bool,
+    link: Callable[[str, str], str] | None = None,
+) -> Spec:
+    """Stacked bars, one per value of ``key``, a segment per stop reason."""
+    labels = sorted({r[key] for r in rows})
+    counts = {(r[key], r["stop_reason"]): r["sessions"] for r in rows}
+    datasets, links = _reason_datasets(labels, counts, link)
+    spec: Spec = {
+        "type": "bar",
+        "data": {"labels": labels, "datasets": datasets},
+        "options": _options(True, horizontal=horizontal),
+    }
+    if link is not None:
+        spec["links"] = links
+    return spec
+
+
 def stop_reasons_by_class(
     rows: Sequence[Mapping[str, Any]], link: Callable[[str, str], str]
 ) -> Spec:
-    """Stacked bars: one per task class, a segment per stop reason; a click lists the sessions."""
-    labels = sorted({r["task_class"] for r in rows})
-    counts = {(r["task_class"], r["stop_reason"]): r["sessions"] for r in rows}
-    datasets, links = _reason_datasets(labels, counts, link)
-    return {
-        "type": "bar",
-        "data": {"labels": labels, "datasets": datasets},
-        "options": _options(True, horizontal=True),
-        "links": links,
-    }
+    """A bar per task class, a segment per stop reason; a click lists those sessions."""
+    return _stacked(rows, "task_class", horizontal=True, link=link)
 
 
 def by_period(rows: Sequence[Mapping[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
@@ -88,17 +100,8 @@ def by_period(rows: Sequence[Mapping[str, Any]]) -> tuple[str, list[dict[str, An
 
 def sessions_over_time(rows: Sequence[Mapping[str, Any]]) -> Spec:
     """Stacked bars of sessions per day (or month), a segment per stop reason."""
-    timed = [r for r in rows if r["day"]]
-    unit, periods = by_period(timed)
-    labels = sorted({r["period"] for r in periods})
-    counts = {(r["period"], r["stop_reason"]): r["sessions"] for r in periods}
-    datasets, _ = _reason_datasets(labels, counts, None)
-    return {
-        "type": "bar",
-        "data": {"labels": labels, "datasets": datasets},
-        "options": _options(True),
-        "unit": unit,
-    }
+    unit, periods = by_period([r for r in rows if r["day"]])
+    return {**_stacked(periods, "period", horizontal=False), "unit": unit}
 
 
 def budget_at_stop(rows: Sequence[Mapping[str, Any]]) -> Spec:

@@ -63,34 +63,15 @@ class Filters:
         return params
 
     def rollup_where(self) -> str:
-        """Conditions (each starting with `` and``) on a rollup table's key columns."""
-        sql = ""
-        if self.task_class is not None:
-            sql += " and task_class = :task_class"
-        if self.stop_reason is not None:
-            sql += " and stop_reason = :stop_reason"
-        if self.since is not None:
-            sql += " and day >= :since"
-        if self.until is not None:
-            sql += " and day != '' and day <= :until"
-        if self.source is not None:
-            sql += f" and source_id in ({_SOURCES})"
-        return sql
+        """Conditions (each starting with `` and``) on the rollup table's key columns."""
+        return self._where(1)
 
     def session_where(self) -> str:
         """The same conditions on ``sessions`` columns (the table aliased ``s``)."""
-        sql = ""
-        if self.task_class is not None:
-            sql += " and s.task_class = :task_class"
-        if self.stop_reason is not None:
-            sql += " and s.stop_reason = :stop_reason"
-        if self.since is not None:
-            sql += " and s.started_at >= :since"
-        if self.until is not None:
-            sql += " and s.started_at < :until_next"
-        if self.source is not None:
-            sql += f" and s.source_id in ({_SOURCES})"
-        return sql
+        return self._where(2)
+
+    def _where(self, form: int) -> str:
+        return "".join(f" and {c[form]}" for c in _CONDITIONS if getattr(self, c[0]) is not None)
 
     def incident_where(self) -> str:
         """The same conditions on ``incidents`` (aliased ``i``): the incident's session is one
@@ -110,6 +91,14 @@ class Filters:
 
 
 _SOURCES = "select source_id from sources where source_id = :source or path = :source"
+#: Each filter as a condition on the rollup table and on ``sessions s``.
+_CONDITIONS = (
+    ("task_class", "task_class = :task_class", "s.task_class = :task_class"),
+    ("stop_reason", "stop_reason = :stop_reason", "s.stop_reason = :stop_reason"),
+    ("since", "day >= :since", "s.started_at >= :since"),
+    ("until", "day != '' and day <= :until", "s.started_at < :until_next"),
+    ("source", f"source_id in ({_SOURCES})", f"s.source_id in ({_SOURCES})"),
+)
 
 
 def _check_day(name: str, value: str | None) -> None:

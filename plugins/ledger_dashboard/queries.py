@@ -10,7 +10,6 @@ the rollup still works: it is then computed from ``sessions`` on the fly (slower
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -57,25 +56,31 @@ class Sources:
 # --- the overview --------------------------------------------------------------------------
 
 
-async def by_class_and_reason(db: Database, src: Sources, filters: Filters) -> list[Row]:
+async def from_rollup(
+    db: Database, src: Sources, filters: Filters, select: str, rest: str = ""
+) -> list[Row]:
+    """``select`` over the rollup rows the filters pick, then ``rest`` (group, order)."""
     return await rows(
         db,
-        "select task_class, stop_reason, sum(sessions) as sessions, sum(steps) as steps, "
-        "sum(events) as events, sum(tool_calls) as tool_calls, "
-        "sum(output_tokens) as output_tokens, sum(events_after_stop) as events_after_stop "
-        f"from {src.table} where 1 {filters.rollup_where()} "
-        "group by task_class, stop_reason order by task_class, stop_reason",
+        f"select {select} from {src.table} where 1{filters.rollup_where()} {rest}",
         filters.params(),
     )
 
 
+async def by_class_and_reason(db: Database, src: Sources, filters: Filters) -> list[Row]:
+    return await from_rollup(
+        db, src, filters,
+        "task_class, stop_reason, sum(sessions) as sessions, sum(steps) as steps, "
+        "sum(events) as events, sum(tool_calls) as tool_calls, "
+        "sum(output_tokens) as output_tokens, sum(events_after_stop) as events_after_stop",
+        "group by task_class, stop_reason order by task_class, stop_reason",
+    )
+
+
 async def by_day_and_reason(db: Database, src: Sources, filters: Filters) -> list[Row]:
-    return await rows(
-        db,
-        "select day, stop_reason, sum(sessions) as sessions "
-        f"from {src.table} where 1 {filters.rollup_where()} "
+    return await from_rollup(
+        db, src, filters, "day, stop_reason, sum(sessions) as sessions",
         "group by day, stop_reason order by day, stop_reason",
-        filters.params(),
     )
 
 
@@ -83,9 +88,7 @@ async def budget_at_stop(db: Database, src: Sources, filters: Filters) -> list[R
     """Stopped sessions per (counter, bucket), for the buckets that hold any."""
     columns = [c.bucket_column(b) for c in rollup.COUNTERS for b in range(len(rollup.BUCKETS))]
     sums = ", ".join(f"coalesce(sum({col}), 0) as {col}" for col in columns)
-    (found,) = await rows(
-        db, f"select {sums} from {src.table} where 1 {filters.rollup_where()}", filters.params()
-    )
+    (found,) = await from_rollup(db, src, filters, sums)
     return [
         {"counter": c.name, "bucket": b, "sessions": found[c.bucket_column(b)]}
         for c in rollup.COUNTERS
@@ -95,17 +98,16 @@ async def budget_at_stop(db: Database, src: Sources, filters: Filters) -> list[R
 
 
 async def paid_path_computed(db: Database, src: Sources, filters: Filters) -> list[Row]:
-    """seed 000's fail-closed rule: unknown vendor stops, or completes with no terminal signal."""
-    return await rows(
-        db,
-        "select task_class, sum(sessions) as sessions, "
+    """Seed 000's fail-closed rule: unknown vendor stops, or completes with no terminal signal."""
+    return await from_rollup(
+        db, src, filters,
+        "task_class, sum(sessions) as sessions, "
         "sum(sessions * unknown_vendor) as unknown_vendor_sessions, "
-        "sum(sessions * no_terminal) as completes_without_terminal_signal "
-        f"from {src.table} where 1 {filters.rollup_where()} group by task_class "
+        "sum(sessions * no_terminal) as completes_without_terminal_signal",
+        "group by task_class "
         "having sum(sessions * unknown_vendor) > 0 or sum(sessions * no_terminal) > 0 "
         "order by unknown_vendor_sessions desc, completes_without_terminal_signal desc, "
         "task_class",
-        filters.params(),
     )
 
 
@@ -308,7 +310,3 @@ async def session_incidents(db: Database, session_id: str) -> list[Row]:
         "select * from incidents where session_id = :id order by start_idx, kind",
         {"id": session_id},
     )
-
-
-def column_names(found: Sequence[Row]) -> list[str]:
-    return list(found[0]) if found else []

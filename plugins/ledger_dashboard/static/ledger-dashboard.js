@@ -20,7 +20,10 @@
         ctx.moveTo(x, area.top);
         ctx.lineTo(x, area.bottom);
         ctx.stroke();
-        ctx.fillText("stop", x + 4, area.top + 10);
+        var label = "stop";
+        var room = area.right - x > ctx.measureText(label).width + 8;
+        ctx.textAlign = room ? "left" : "right";
+        ctx.fillText(label, room ? x + 4 : x - 4, area.top + 10);
         ctx.restore();
       }
     };
