@@ -14,9 +14,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from datasette import hookimpl
+from datasette.utils import tilde_decode
 from jinja2 import Environment
 
 from . import cells, pages, queries
+from .filters import REASONS, FilterError, Filters
 
 if TYPE_CHECKING:
     from datasette.app import Datasette
@@ -126,10 +128,6 @@ def extra_template_vars(view_name: str | None, request: Any, datasette: Datasett
     """The dashboard's tabs (each keeping the current filters), for its own templates."""
     if not (view_name or "").startswith("ledger-") or request is None:
         return {}
-    from datasette.utils import tilde_decode
-
-    from .filters import FilterError, Filters
-
     route = tilde_decode(request.url_vars.get("database", ""))
     database = datasette.get_database(route=route).name
     urls = pages.Urls(datasette, database)
@@ -192,8 +190,6 @@ def table_actions(datasette: Datasette, database: str, table: str, request: Any)
     async def inner() -> list[dict[str, str]]:
         if not await is_ledger(datasette, database):
             return []
-        from .filters import REASONS, Filters
-
         args = request.args if request is not None else {}
         carried = {
             name: args.get(name) or args.get(f"{name}__exact")
