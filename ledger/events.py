@@ -31,6 +31,16 @@ class Event:
     elapsed_s: float | None = None
     ts: str | None = None
     at: float | None = None  # ts as POSIX seconds, for elapsed time when the log has no elapsed_s
+    #: The observation's hash, when only the hash is known (a replay of stored ``steps`` rows,
+    #: which keep the hash, never the text). Used in place of hashing ``observation``.
+    observation_hash: str | None = None
+    #: Meters the log left out although the event holds a value for the machine (seed 000 reads
+    #: a missing observation as "" and a missing tool_error as false).
+    unmetered: frozenset[str] = frozenset()
+
+    @property
+    def has_observation(self) -> bool:
+        return self.observation is not None or self.observation_hash is not None
 
     @property
     def is_step(self) -> bool:
@@ -58,11 +68,21 @@ def meters_of(event: Event) -> set[str]:
         found.add("output_tokens")
     if event.tool_error is not None:
         found.add("tool_errors")
-    if event.observation is not None:
+    if event.has_observation:
         found.add("observations")
     if event.elapsed_s is not None:
         found.add("elapsed_time")
-    return found
+    return found - event.unmetered
+
+
+def observation_digest(event: Event) -> str | None:
+    """The hash of the event's observation: precomputed if given, else seed 000's hash of the
+    text; None if the event carries no observation."""
+    if event.observation_hash is not None:
+        return event.observation_hash
+    if event.observation is not None:
+        return observation_hash(event.observation)
+    return None
 
 
 def observation_hash(text: str) -> str:

@@ -187,7 +187,7 @@ class Fold:
                 vendor or "", state.events, state.events, 1, detail, event.ts, event.ts,
                 event.output_tokens or 0, event.tool_calls or 0,
             )))
-        has_obs = event.observation is not None
+        has_obs = event.has_observation
         row = {
             "session_id": session.session_id,
             "idx": state.events,
@@ -235,7 +235,7 @@ class Fold:
             closed += _close(_retry_row(session))
             session.retry = None
         # No-progress runs: the same observation hash seen again (events without one skip).
-        if event.observation is not None:
+        if event.has_observation:
             state = session.state
             run = session.repeat
             if run is not None and state.observation_repeats > 1:

@@ -18,7 +18,7 @@ from typing import Any
 
 import sqlite_utils
 
-from . import store
+from . import store, verdict_store
 from .budget import Budget
 from .dialects import TRACE
 from .files import DEFAULT_MAX_LINE, FileInfo, Line, discover, read_lines, sha, sniff, tail_hash
@@ -115,6 +115,8 @@ class Ingester:
         for path in discover(paths):
             self.ingest_file(path)
         self._count_stop_reasons()
+        changed = bool(self.summary.new_files or self.summary.updated_files)
+        verdict_store.after_ingest(self.db, changed)
         return self.summary
 
     def ingest_file(self, path: Path) -> None:

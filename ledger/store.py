@@ -11,7 +11,7 @@ import json
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -136,7 +136,68 @@ def _write_stop_reasons(db: sqlite_utils.Database) -> None:
     )
 
 
-def _m002_dashboard(db: sqlite_utils.Database) -> None:
+def _m002_verdicts(db: sqlite_utils.Database) -> None:
+    """Migration verdicts (see ledger/verdicts.py): derived tables, rewritten after each ingest."""
+    db["session_parity"].create(
+        {
+            "session_id": str, "task_class": str, "dialect": str, "parity": str,
+            "recorded_stop": str, "vendor_stop": str, "replay_stop": str, "stop_detail": str,
+            "unit": str, "recorded_count": int, "replay_count": int, "count_diff": int,
+            "recorded_tool_calls": int, "replay_tool_calls": int, "tool_call_diff": int,
+            "tolerance": int, "parity_detail": str,
+        },
+        pk="session_id",
+    )
+    db["cap_coverage"].create(
+        {
+            "task_class": str, "rule": str, "cap": str, "meter": str,
+            "sessions_in_force": int, "sessions_missing": int, "honoured": int,
+            "missing_sessions": str, "must_observe": str, "fail_closed_if_missing": str,
+            "instrument": str,
+        },
+        pk=("task_class", "rule"),
+    )
+    db["task_classes"].create(
+        {
+            "task_class": str, "verdict": str, "reason_kinds": str, "reasons": str,
+            "sessions": int, "checked_sessions": int, "matches": int, "mismatches": int,
+            "no_recorded_stop": int, "completes_without_signal": int,
+            "unknown_vendor_stops": str, "unmetered_caps": str, "stop_reasons": str,
+            "recorded_stops": str, "meter_coverage": str, "tolerance": int,
+            "min_sessions": int,
+        },
+        pk="task_class",
+    )
+    db["verdict_settings"].create(
+        {"id": int, "tolerance": int, "min_sessions": int, "computed_at": str}, pk="id"
+    )
+    db.create_view(
+        "meter_gaps",
+        "select task_class, cap, rule, meter, sessions_missing, sessions_in_force, "
+        "missing_sessions, fail_closed_if_missing, instrument "
+        "from cap_coverage where sessions_missing > 0",
+    )
+    for table, columns in (
+        ("session_parity", ["task_class"]),
+        ("session_parity", ["parity"]),
+        ("task_classes", ["verdict"]),
+    ):
+        db[table].create_index(columns)
+
+
+def _m002_leftovers(db: sqlite_utils.Database) -> None:
+    """Findings of ``agent-ledger leftovers``: second control planes in a code base."""
+    db["leftovers"].create(
+        {
+            "repo": str, "path": str, "line": int, "category": str, "matched": str,
+            "text": str, "action": str, "scanned_at": str,
+        },
+        pk=("repo", "path", "line", "category"),
+    )
+    db["leftovers"].create_index(["category"])
+
+
+def _m004_dashboard(db: sqlite_utils.Database) -> None:
     """The dashboard's session rollup (see rollup.py) and the indexes its pages page through."""
     rollup.create(db.conn)
     db["incidents"].create_index(["kind", "key"])
@@ -147,7 +208,9 @@ def _m002_dashboard(db: sqlite_utils.Database) -> None:
 #: Ordered and append-only: never edit a migration that has shipped, add a new one.
 MIGRATIONS: Sequence[tuple[str, Migration]] = (
     ("001_initial", _m001_initial),
-    ("002_dashboard", _m002_dashboard),
+    ("002_verdicts", _m002_verdicts),
+    ("003_leftovers", _m002_leftovers),
+    ("004_dashboard", _m004_dashboard),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -182,7 +245,7 @@ def migrate(db: sqlite_utils.Database) -> list[str]:
 
 
 def now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 # --- batch writes --------------------------------------------------------------------------
@@ -232,6 +295,12 @@ def write_batch(
     )
     _upsert(conn, "sources", [source])
     rollup.apply(conn, changed, 1)
+
+
+def replace_all(conn: sqlite3.Connection, table: str, rows: Sequence[dict[str, Any]]) -> None:
+    """Replace a derived table's rows. Call inside :func:`immediate`."""
+    conn.execute(f"DELETE FROM [{table}]")
+    _upsert(conn, table, rows)
 
 
 def forget_source(conn: sqlite3.Connection, source_id: str) -> None:

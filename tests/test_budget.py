@@ -379,3 +379,23 @@ def test_replay_is_deterministic(rounds, budget) -> None:
         return run([r.event for _, r in records], budget).to_dict()
 
     assert once() == once()
+
+
+@pytest.mark.parametrize(
+    "budget",
+    [Budget(max_rounds=0), Budget(max_tool_calls=0), Budget(max_output_tokens=0),
+     Budget(max_consecutive_tool_errors=0)],
+)
+def test_a_zero_loop_cap_does_not_trip_on_an_action_that_measured_nothing(budget) -> None:
+    assert run([act("read"), act("think")], budget).stop_reason is None
+
+
+def test_a_zero_round_cap_trips_on_the_first_round() -> None:
+    state = run([act("read"), rnd(obs="a")], Budget(max_rounds=0))
+    assert (state.stop_reason, state.stop_at) == (R.MAX_ROUNDS, 2)
+
+
+def test_a_string_mapped_to_unknown_vendor_fails_closed() -> None:
+    machine = Machine(Budget(), LOOP_ONLY, {**SEED_VENDOR_MAP, "weird": "unknown_vendor"})
+    state = State()
+    assert machine.advance(state, rnd(vendor="weird")) is R.UNKNOWN_VENDOR

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import html
 import sqlite3
+import tomllib
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import tomllib
 from datasette.app import Datasette
 from datasette.utils import tilde_encode
 
@@ -137,33 +137,34 @@ async def test_overview_counts_agree_with_the_tables(ds: Datasette, db_path: Pat
 
 
 @pytest.mark.asyncio
-async def test_overview_paid_path_follows_the_fail_closed_rule(ds: Datasette) -> None:
+async def test_overview_shows_the_task_classes_verdicts(ds: Datasette) -> None:
     found = await get_json(ds, "/ledger/-/overview.json")
-    assert found["paid_path"]["from"] == "computed"
-    flagged = {r["task_class"]: r for r in found["paid_path"]["rows"]}
-    assert set(flagged) == {"bugfix", "docs", data.XSS_CLASS}
-    assert flagged[data.XSS_CLASS]["unknown_vendor_sessions"] == 2
-    assert flagged["docs"]["completes_without_terminal_signal"] == 1
+    assert found["paid_path"]["from"] == "task_classes"
+    verdicts = {r["task_class"]: r for r in found["paid_path"]["rows"]}
+    assert {r["verdict"] for r in verdicts.values()} == {"stay_on_paid_path"}
+    assert "unknown_vendor" in verdicts["bugfix"]["reason_kinds"].split(",")
+    assert any("policy_hidden_v3" in reason for reason in verdicts["bugfix"]["reasons"])
+    docs = await get_json(ds, "/ledger/-/overview.json?task_class=docs")
+    assert [r["task_class"] for r in docs["paid_path"]["rows"]] == ["docs"]
+    body = (await get(ds, "/ledger/-/overview")).text
+    assert '<span class="ledger-tag ledger-tag-reason">no terminal signal</span>' in body
 
 
 @pytest.mark.asyncio
-async def test_overview_reads_a_task_classes_verdict_table_when_there_is_one(
+async def test_without_verdicts_the_overview_applies_the_fail_closed_rule(
     db_path: Path, tmp_path: Path
 ) -> None:
     copy = tmp_path / "ledger.db"
     copy.write_bytes(db_path.read_bytes())
     with sqlite3.connect(copy) as conn:
-        conn.execute("create table task_classes (task_class text, verdict text, why text)")
-        conn.executemany(
-            "insert into task_classes values (?, ?, ?)",
-            [("docs", "stay_on_paid_path", "no terminal signal"), ("refactor", "ready", "")],
-        )
+        conn.execute("drop view if exists meter_gaps")
+        conn.execute("drop table task_classes")
     found = await get_json(datasette(copy), "/ledger/-/overview.json")
-    assert found["paid_path"] == {
-        "from": "task_classes",
-        "rows": [{"task_class": "docs", "verdict": "stay_on_paid_path",
-                  "why": "no terminal signal"}],
-    }
+    assert found["paid_path"]["from"] == "computed"
+    flagged = {r["task_class"]: r for r in found["paid_path"]["rows"]}
+    assert set(flagged) == {"bugfix", "docs", data.XSS_CLASS}
+    assert flagged[data.XSS_CLASS]["unknown_vendor_sessions"] == 2
+    assert flagged["docs"]["completes_without_terminal_signal"] == 1
 
 
 @pytest.mark.asyncio

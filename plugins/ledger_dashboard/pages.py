@@ -178,6 +178,16 @@ def period_rows(by_day: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def verdict_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A ``task_classes`` verdict row, its ``reasons`` (a JSON list) read as a list."""
+    reasons = row.get("reasons")
+    try:
+        parsed = json.loads(reasons) if isinstance(reasons, str) else reasons
+    except ValueError:
+        parsed = [reasons]
+    return dict(row, reasons=parsed if isinstance(parsed, list) else [reasons])
+
+
 def budget_rows_by_counter(found: list[dict[str, Any]]) -> dict[str, Any]:
     counts = {(r["counter"], r["bucket"]): r["sessions"] for r in found}
     return {
@@ -226,7 +236,7 @@ async def overview_data(ctx: Context) -> dict[str, Any]:
         "budget_at_stop": budget_rows_by_counter(budget),
         "paid_path": {
             "from": "computed" if verdicts is None else "task_classes",
-            "rows": computed if verdicts is None else verdicts,
+            "rows": computed if verdicts is None else [verdict_row(r) for r in verdicts],
         },
         "retry_storms": {
             "threshold": limit, "count": storm_count, "top": link_rows(ctx, storms.rows),
