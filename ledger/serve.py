@@ -2,7 +2,8 @@
 
 The plugins load through the ``datasette`` entry point (package ``ledger_dashboard``). The
 metadata is the packaged ``metadata.yml``, its database key renamed to the file's stem so the
-titles, descriptions and canned queries apply whatever the file is called.
+titles, descriptions and canned queries apply whatever the file is called. Files given to
+``--metadata`` are merged over it (a password plugin's settings, an ``allow`` block).
 """
 
 from __future__ import annotations
@@ -19,14 +20,41 @@ import yaml
 METADATA_DB_KEY = "ledger"
 
 
-def metadata_for(db_path: str | Path) -> dict[str, Any]:
+class MetadataError(ValueError):
+    """A ``--metadata`` file that cannot be read as a YAML or JSON mapping."""
+
+
+def metadata_for(db_path: str | Path, extra: Sequence[str | Path] = ()) -> dict[str, Any]:
     text = resources.files("ledger").joinpath("metadata.yml").read_text(encoding="utf-8")
     metadata: dict[str, Any] = yaml.safe_load(text)
     databases = metadata.get("databases", {})
     stem = Path(db_path).stem
     if METADATA_DB_KEY in databases and stem != METADATA_DB_KEY:
         databases[stem] = databases.pop(METADATA_DB_KEY)
+    for path in extra:
+        metadata = merge(metadata, read_metadata(path))
     return metadata
+
+
+def read_metadata(path: str | Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise MetadataError(f"{path}: cannot read metadata: {exc}") from None
+    if not isinstance(data, dict):
+        raise MetadataError(f"{path}: metadata must be a mapping (YAML or JSON object)")
+    return data
+
+
+def merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    """``extra`` over ``base``: mappings merge key by key, anything else replaces."""
+    merged = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
 
 
 def datasette_args(
@@ -40,13 +68,14 @@ def datasette_args(
 
 def run(
     db_path: str, host: str = "127.0.0.1", port: int = 8001, get: str | None = None,
-    extra: Sequence[str] = (),
+    extra: Sequence[str] = (), metadata_files: Sequence[str] = (),
 ) -> int:
     from datasette.cli import serve
 
+    metadata = metadata_for(db_path, metadata_files)
     with tempfile.TemporaryDirectory(prefix="agent-ledger-") as tmp:
         metadata_path = str(Path(tmp) / "metadata.json")
-        Path(metadata_path).write_text(json.dumps(metadata_for(db_path)), encoding="utf-8")
+        Path(metadata_path).write_text(json.dumps(metadata), encoding="utf-8")
         try:
             serve.main(
                 datasette_args(db_path, metadata_path, host, port, get, extra),

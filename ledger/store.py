@@ -17,6 +17,7 @@ from typing import Any
 
 import sqlite_utils
 
+from . import rollup
 from .reasons import DECISION_TABLE
 
 BUSY_TIMEOUT_MS = 60_000
@@ -208,12 +209,21 @@ def _m004_real_agent_logs(db: sqlite_utils.Database) -> None:
     db["sources"].create_index(["fingerprint"])
 
 
+def _m005_dashboard(db: sqlite_utils.Database) -> None:
+    """The dashboard's session rollup (see rollup.py) and the indexes its pages page through."""
+    rollup.create(db.conn)
+    db["incidents"].create_index(["kind", "key"])
+    db["incidents"].create_index(["kind", "length", "session_id", "start_idx"])
+    db["incidents"].create_index(["kind", "length", "output_tokens", "session_id", "start_idx"])
+
+
 #: Ordered and append-only: never edit a migration that has shipped, add a new one.
 MIGRATIONS: Sequence[tuple[str, Migration]] = (
     ("001_initial", _m001_initial),
     ("002_verdicts", _m002_verdicts),
     ("003_leftovers", _m003_leftovers),
     ("004_real_agent_logs", _m004_real_agent_logs),
+    ("005_dashboard", _m005_dashboard),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -276,6 +286,8 @@ def write_batch(
     source: dict[str, Any],
 ) -> None:
     """Write one batch. Call inside :func:`immediate`."""
+    changed = [row["session_id"] for row in sessions]
+    rollup.apply(conn, changed, -1)
     _upsert(conn, "steps", steps)
     _upsert(conn, "incidents", incidents)
     if errors:
@@ -295,6 +307,7 @@ def write_batch(
         ],
     )
     _upsert(conn, "sources", [source])
+    rollup.apply(conn, changed, 1)
 
 
 def replace_all(conn: sqlite3.Connection, table: str, rows: Sequence[dict[str, Any]]) -> None:
@@ -306,6 +319,7 @@ def replace_all(conn: sqlite3.Connection, table: str, rows: Sequence[dict[str, A
 def forget_source(conn: sqlite3.Connection, source_id: str) -> None:
     """Delete everything that came from one source (before it is read again from the start)."""
     sessions = "SELECT session_id FROM sessions WHERE source_id = ?"
+    rollup.apply(conn, [sid for (sid,) in conn.execute(sessions, (source_id,))], -1)
     conn.execute(f"DELETE FROM incidents WHERE session_id IN ({sessions})", (source_id,))
     conn.execute("DELETE FROM steps WHERE source_id = ?", (source_id,))
     conn.execute("DELETE FROM fold_state WHERE source_id = ?", (source_id,))

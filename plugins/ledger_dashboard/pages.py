@@ -1,0 +1,535 @@
+"""The dashboard's pages: each builds one plain dict, served as HTML or as its ``.json`` twin.
+
+Routes live under the database, as Datasette's own pages do (``/ledger/-/overview``), so a
+Datasette serving several ledger databases has one dashboard per database. Every page checks
+Datasette's permissions first (``view-database``, ``view-instance``), reads its filters from
+the query string and runs only the fixed statements in ``queries``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import defaultdict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode
+
+from datasette.utils import tilde_decode, tilde_encode
+from datasette.utils.asgi import BadRequest, NotFound, Request, Response
+
+from ledger.reasons import DECISIONS, StopReason
+from ledger.rollup import BUCKETS, COUNTERS
+from ledger.vendors import VendorMapError, vendor_map_entry
+
+from . import charts, queries
+from .filters import REASONS, FilterError, Filters
+from .timeline import gauges, repeats, run_length, step_meters
+
+if TYPE_CHECKING:
+    from datasette.app import Datasette
+    from datasette.database import Database
+
+PLUGIN = "ledger_dashboard"
+DEFAULT_THRESHOLD = 3
+TIMELINE_PAGE = 500
+#: How far back a timeline page looks to count repeated observations before its first step.
+REPEATS_SEEN = 100
+TOP = 5
+
+
+@dataclass(frozen=True)
+class PageInfo:
+    slug: str
+    title: str
+    template: str
+
+
+PAGES: tuple[PageInfo, ...] = (
+    PageInfo("overview", "Overview", "ledger_overview.html"),
+    PageInfo("retry-storms", "Retry storms", "ledger_retry_storms.html"),
+    PageInfo("no-progress", "No-progress runs", "ledger_no_progress.html"),
+    PageInfo("unknown-vendors", "Unknown vendor stops", "ledger_unknown_vendors.html"),
+)
+PAGE_BY_SLUG = {p.slug: p for p in PAGES}
+SLUGS = "|".join(p.slug for p in PAGES)
+
+
+@dataclass(frozen=True)
+class Urls:
+    """Paths of the dashboard's pages for one database (with Datasette's base_url)."""
+
+    datasette: Datasette
+    database: str
+
+    @property
+    def base(self) -> str:
+        return self.datasette.urls.database(self.database)
+
+    def page(self, slug: str, query: str = "", json_twin: bool = False) -> str:
+        return f"{self.base}/-/{slug}{'.json' if json_twin else ''}{query}"
+
+    def session(self, session_id: str, at: int | None = None, json_twin: bool = False) -> str:
+        path = f"{self.base}/-/sessions/{tilde_encode(session_id)}{'.json' if json_twin else ''}"
+        return path if at is None else f"{path}?at={at}#step-{at}"
+
+    def row(self, table: str, pk: str) -> str:
+        return self.datasette.urls.row(self.database, table, tilde_encode(pk))
+
+    def table(self, table: str, **args: Any) -> str:
+        query = urlencode({k: v for k, v in args.items() if v is not None})
+        return f"{self.datasette.urls.table(self.database, table)}{'?' + query if query else ''}"
+
+
+@dataclass(frozen=True)
+class Context:
+    datasette: Datasette
+    request: Request
+    db: Database
+    urls: Urls
+    filters: Filters
+
+    @property
+    def database(self) -> str:
+        return self.db.name
+
+
+def threshold(datasette: Datasette, database: str) -> int:
+    """The retry storm threshold from ``plugins: ledger_dashboard: retry_storm_threshold``."""
+    config = datasette.plugin_config(PLUGIN, database=database) or {}
+    value = config.get("retry_storm_threshold", DEFAULT_THRESHOLD)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 2:
+        raise BadRequest(
+            f"plugins: {PLUGIN}: retry_storm_threshold must be a whole number of 2 or more, "
+            f"not {value!r} (the fold records retry runs from 2 in a row)"
+        )
+    return value
+
+
+def whole_number(request: Request, name: str, default: int, minimum: int) -> int:
+    text = request.args.get(name) or ""
+    if not text:
+        return default
+    if not (text.isascii() and text.isdigit()) or int(text) < minimum:
+        raise BadRequest(f"{name}: {text!r} must be a whole number of {minimum} or more")
+    return int(text)
+
+
+async def open_context(datasette: Datasette, request: Request) -> Context:
+    route = tilde_decode(request.url_vars["database"])
+    try:
+        db = datasette.get_database(route=route)
+    except KeyError:
+        raise NotFound(f"Database not found: {route}") from None
+    await datasette.ensure_permissions(
+        request.actor, [("view-database", db.name), "view-instance"]
+    )
+    if not await queries.is_ledger(db):
+        raise NotFound(f"{db.name} is not an agent-ledger database (run agent-ledger ingest)")
+    try:
+        filters = Filters.from_args(request.args)
+    except FilterError as exc:
+        raise BadRequest(str(exc)) from None
+    return Context(datasette, request, db, Urls(datasette, db.name), filters)
+
+
+def link_rows(ctx: Context, found: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Add the timeline link of each incident row (at its first step)."""
+    return [dict(r, timeline_url=ctx.urls.session(r["session_id"], r["start_idx"])) for r in found]
+
+
+# --- page builders -------------------------------------------------------------------------
+
+
+def class_rows(by_class: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """Rows of (task class, stop reason) sums as one row per task class, and the totals."""
+    summed = ("sessions", "steps", "events_after_stop", "tool_calls", "output_tokens")
+    classes: dict[str, dict[str, Any]] = {}
+    totals: dict[str, int] = defaultdict(int, {"sessions": 0, "steps": 0, "stopped_by_budget": 0})
+    for r in by_class:
+        row = classes.setdefault(
+            r["task_class"],
+            {"task_class": r["task_class"], **dict.fromkeys(summed, 0), "stop_reasons": {}},
+        )
+        for key in summed:
+            row[key] += r[key]
+            totals[key] += r[key]
+        row["stop_reasons"][r["stop_reason"]] = r["sessions"]
+        if r["stop_reason"] != StopReason.TASK_COMPLETE.value:
+            totals["stopped_by_budget"] += r["sessions"]
+    return list(classes.values()), dict(totals)
+
+
+def period_rows(by_day: list[dict[str, Any]]) -> dict[str, Any]:
+    """Sessions per day (or month), each with its stop reasons."""
+    unit, found = charts.by_period([r for r in by_day if r["day"]])
+    periods: dict[str, dict[str, Any]] = {}
+    for r in found:
+        period = periods.setdefault(
+            r["period"], {"period": r["period"], "sessions": 0, "stop_reasons": {}}
+        )
+        period["sessions"] += r["sessions"]
+        period["stop_reasons"][r["stop_reason"]] = r["sessions"]
+    return {
+        "unit": unit,
+        "periods": list(periods.values()),
+        "without_timestamp": sum(r["sessions"] for r in by_day if not r["day"]),
+    }
+
+
+def verdict_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A ``task_classes`` verdict row, its ``reasons`` (a JSON list) read as a list."""
+    reasons = row.get("reasons")
+    try:
+        parsed = json.loads(reasons) if isinstance(reasons, str) else reasons
+    except ValueError:
+        parsed = [reasons]
+    return dict(row, reasons=parsed if isinstance(parsed, list) else [reasons])
+
+
+def budget_rows_by_counter(found: list[dict[str, Any]]) -> dict[str, Any]:
+    counts = {(r["counter"], r["bucket"]): r["sessions"] for r in found}
+    return {
+        "buckets": list(BUCKETS),
+        "counters": [
+            {
+                "counter": c.name,
+                "label": c.label,
+                "sessions": [counts.get((c.name, b), 0) for b in range(len(BUCKETS))],
+            }
+            for c in COUNTERS
+            if any(name == c.name for name, _ in counts)
+        ],
+    }
+
+
+async def overview_data(ctx: Context) -> dict[str, Any]:
+    db, filters = ctx.db, ctx.filters
+    src = await queries.Sources.of(db)
+    limit = threshold(ctx.datasette, ctx.database)
+    # Independent reads: Datasette runs them on its pool of read connections at once.
+    (
+        by_class, by_day, budget, verdicts, computed, storms, stuck, vendors,
+        storm_count, stuck_count, vendor_count,
+    ) = await asyncio.gather(
+        queries.by_class_and_reason(db, src, filters),
+        queries.by_day_and_reason(db, src, filters),
+        queries.budget_at_stop(db, src, filters),
+        queries.paid_path_verdicts(db, filters),
+        queries.paid_path_computed(db, src, filters),
+        queries.incidents(db, queries.RETRY_STORMS, filters, limit, size=TOP),
+        queries.incidents(db, queries.NO_PROGRESS, filters, 2, size=TOP),
+        queries.unknown_vendors(db, filters, size=TOP),
+        queries.count_incidents(db, "retry_storm", filters, limit),
+        queries.count_incidents(db, "no_progress", filters, 2),
+        queries.count_unknown_vendors(db, filters),
+    )
+    classes, totals = class_rows(by_class)
+    return {
+        "database": ctx.database,
+        "filters": filters.active(),
+        "rollup": src.stored,
+        "totals": totals,
+        "task_classes": classes,
+        "over_time": period_rows(by_day),
+        "budget_at_stop": budget_rows_by_counter(budget),
+        "paid_path": {
+            "from": "computed" if verdicts is None else "task_classes",
+            "rows": computed if verdicts is None else [verdict_row(r) for r in verdicts],
+        },
+        "retry_storms": {
+            "threshold": limit, "count": storm_count, "top": link_rows(ctx, storms.rows),
+        },
+        "no_progress": {"count": stuck_count, "top": link_rows(ctx, stuck.rows)},
+        "unknown_vendors": {
+            "count": vendor_count, "top": [vendor_row(ctx, r) for r in vendors.rows],
+        },
+        "_charts": {
+            "by_class": charts.stop_reasons_by_class(
+                by_class,
+                lambda task_class, reason: ctx.urls.table(
+                    "sessions", task_class=task_class, stop_reason=reason
+                ),
+            ),
+            "over_time": charts.sessions_over_time(by_day),
+            "budget": charts.budget_at_stop(budget),
+        },
+    }
+
+
+async def retry_storms_data(ctx: Context) -> dict[str, Any]:
+    limit = whole_number(
+        ctx.request, "min_length", threshold(ctx.datasette, ctx.database), minimum=2
+    )
+    page, by_day, count = await asyncio.gather(
+        queries.incidents(
+            ctx.db, queries.RETRY_STORMS, ctx.filters, limit,
+            after=ctx.request.args.get("_next"), size=page_size(ctx.request),
+        ),
+        queries.storms_by_day(ctx.db, ctx.filters, limit),
+        queries.count_incidents(ctx.db, "retry_storm", ctx.filters, limit),
+    )
+    return {
+        "database": ctx.database,
+        "filters": ctx.filters.active(),
+        "threshold": limit,
+        "count": count,
+        "rows": link_rows(ctx, page.rows),
+        "next": page.next,
+        "next_url": next_url(ctx, "retry-storms", page.next),
+        "by_day": by_day,
+        "_charts": {"retries": charts.retries_over_time(by_day)},
+    }
+
+
+async def no_progress_data(ctx: Context) -> dict[str, Any]:
+    limit = whole_number(ctx.request, "min_length", 2, minimum=2)
+    page = await queries.incidents(
+        ctx.db, queries.NO_PROGRESS, ctx.filters, limit,
+        after=ctx.request.args.get("_next"), size=page_size(ctx.request),
+    )
+    return {
+        "database": ctx.database,
+        "filters": ctx.filters.active(),
+        "min_length": limit,
+        "count": await queries.count_incidents(ctx.db, "no_progress", ctx.filters, limit),
+        "rows": link_rows(ctx, page.rows),
+        "next": page.next,
+        "next_url": next_url(ctx, "no-progress", page.next),
+    }
+
+
+async def unknown_vendors_data(ctx: Context) -> dict[str, Any]:
+    offset = whole_number(ctx.request, "_next", 0, minimum=0)
+    page = await queries.unknown_vendors(ctx.db, ctx.filters, offset=offset)
+    found = [vendor_row(ctx, r) for r in page.rows]
+    return {
+        "database": ctx.database,
+        "filters": ctx.filters.active(),
+        "count": await queries.count_unknown_vendors(ctx.db, ctx.filters),
+        "rows": found,
+        "vendor_map": vendor_map_file(found),
+        "next": page.next,
+        "next_url": next_url(ctx, "unknown-vendors", page.next),
+    }
+
+
+#: The paste-ready line keeps the string failing closed until someone picks its meaning.
+ENTRY_PLACEHOLDER = StopReason.UNKNOWN_VENDOR.value
+ENTRY_HINT = "# choose: " + " | ".join(
+    [r for r in REASONS if r != ENTRY_PLACEHOLDER] + ["continue"]
+)
+
+
+def vendor_row(ctx: Context, row: dict[str, Any]) -> dict[str, Any]:
+    raw = row["vendor_stop"]
+    try:
+        entry: str | None = f"{vendor_map_entry(raw, ENTRY_PLACEHOLDER)}  {ENTRY_HINT}"
+    except (VendorMapError, ValueError):
+        entry = None
+    return dict(
+        row,
+        vendor_map_entry=entry,
+        incidents_url=ctx.urls.table("incidents", kind="unknown_vendor", key=raw),
+    )
+
+
+def vendor_map_file(found: list[dict[str, Any]]) -> str:
+    """A ``[stops]`` table of every string shown, for a ``--vendor-map`` TOML file."""
+    lines = [r["vendor_map_entry"] for r in found if r["vendor_map_entry"]]
+    if not lines:
+        return ""
+    return "\n".join([
+        "# agent-ledger vendor map: replace each \"unknown_vendor\" with what the string means,",
+        "# then: agent-ledger ingest DB PATH --vendor-map this-file.toml",
+        "[stops]",
+        *lines,
+    ]) + "\n"
+
+
+def decision_of(session: dict[str, Any]) -> dict[str, str] | None:
+    """The decision table's row for the reason the budget stopped ``session`` (None if it
+    ran out)."""
+    if session["stop_at"] is None or session["stop_reason"] not in REASONS:
+        return None
+    d = DECISIONS[StopReason(session["stop_reason"])]
+    return {
+        "reason": d.reason.value, "seed": d.seed, "must_observe": d.must_observe,
+        "safe_action": d.safe_action, "fail_closed_if_missing": d.fail_closed_if_missing,
+        "description": d.description,
+    }
+
+
+def window(first: int, last: int, events: int, stop_at: int | None) -> dict[str, Any]:
+    """Which steps a timeline page shows, and the links to the pages around it."""
+    return {
+        "first": first,
+        "last": last,
+        "events": events,
+        "previous_url": f"?at={max(first - TIMELINE_PAGE, 1)}" if first > 1 else None,
+        "next_url": f"?at={last + 1}" if last < events else None,
+        "stop_url": f"?at={stop_at}#step-{stop_at}" if stop_at else None,
+    }
+
+
+async def final_meters(
+    ctx: Context, session_id: str, idx: int, shown: list[dict[str, Any]], held: list[Any]
+) -> list[dict[str, Any]]:
+    """The counters after step ``idx`` (the stop, or the last step), against their caps."""
+    step = next((s for s in shown if s["idx"] == idx), None)
+    if step is None:
+        step = next(iter(await queries.steps(ctx.db, session_id, idx, 1)), None)
+    if step is None:
+        return []
+    hashes = await queries.observations_before(ctx.db, session_id, idx + 1, REPEATS_SEEN)
+    return [m.to_dict() for m in step_meters(step, run_length(hashes), held)]
+
+
+async def session_data(ctx: Context, session_id: str) -> dict[str, Any]:
+    await ctx.datasette.ensure_permissions(
+        ctx.request.actor,
+        [("view-table", (ctx.database, "steps")), ("view-database", ctx.database),
+         "view-instance"],
+    )
+    session = await queries.session(ctx.db, session_id)
+    if session is None:
+        raise NotFound(f"No session {session_id!r} in {ctx.database}")
+    events, stop_at = session["events"] or 0, session["stop_at"]
+    at = whole_number(ctx.request, "at", 1, minimum=1)
+    first = ((min(at, max(events, 1)) - 1) // TIMELINE_PAGE) * TIMELINE_PAGE + 1
+    shown = await queries.steps(ctx.db, session_id, first, TIMELINE_PAGE)
+    held = gauges(session)
+    before = await queries.observations_before(ctx.db, session_id, first, REPEATS_SEEN)
+    limit = threshold(ctx.datasette, ctx.database)
+    incidents = [
+        dict(i, href=f"?at={i['start_idx']}#step-{i['start_idx']}")
+        for i in await queries.session_incidents(ctx.db, session_id)
+        if i["kind"] != "retry_storm" or i["length"] >= limit
+    ]
+    meters = [step_meters(s, n, held) for s, n in zip(shown, repeats(shown, before), strict=True)]
+    steps = [
+        dict(
+            step,
+            is_stop=step["idx"] == stop_at,
+            meters=[m.to_dict() for m in step_meter],
+            incidents=sorted({
+                i["kind"] for i in incidents if i["start_idx"] <= step["idx"] <= i["end_idx"]
+            }),
+        )
+        for step, step_meter in zip(shown, meters, strict=True)
+    ]
+    final_idx = stop_at or events
+    return {
+        "database": ctx.database,
+        "session": dict(session, budget=json.loads(session.get("budget") or "{}")),
+        "decision": decision_of(session),
+        "at_stop": {
+            "idx": final_idx,
+            "stopped": stop_at is not None,
+            "meters": await final_meters(ctx, session_id, final_idx, shown, held),
+        },
+        "steps": steps,
+        "incidents": incidents,
+        "retry_storm_threshold": limit,
+        "window": window(first, shown[-1]["idx"] if shown else first - 1, events, stop_at),
+        "_charts": {
+            "budget": charts.budget_by_step([s["idx"] for s in shown], meters, stop_at)
+        },
+    }
+
+
+def page_size(request: Request) -> int:
+    size = whole_number(request, "_size", queries.PAGE_SIZE, minimum=1)
+    return min(size, queries.MAX_PAGE_SIZE)
+
+
+#: Arguments a page's next link keeps, besides the filters.
+KEPT = ("min_length", "_size")
+
+
+def next_url(ctx: Context, slug: str, token: str | None) -> str | None:
+    if token is None:
+        return None
+    kept = {name: ctx.request.args.get(name) for name in KEPT}
+    return ctx.urls.page(slug, ctx.filters.query(**kept, _next=token))
+
+
+# --- serving -------------------------------------------------------------------------------
+
+Builder = Callable[[Context], Awaitable[dict[str, Any]]]
+
+
+async def respond(
+    ctx: Context, page: PageInfo, data: dict[str, Any], json_twin: bool, json_url: str
+) -> Response:
+    """The page's dict as its ``.json`` twin, or rendered (with its charts) as HTML."""
+    chart_specs = data.pop("_charts", {})
+    if json_twin:
+        return Response.json(data, default=str)
+    context = {
+        **data,
+        "page": page,
+        "ledger_urls": ctx.urls,
+        "query": ctx.filters.query(),
+        "chart_specs": chart_specs,
+        "alternate_url_json": json_url,
+        "json_url": json_url,
+        "reasons": REASONS,
+        "filter_options": await filter_options(ctx) if page in PAGES else {},
+    }
+    html = await ctx.datasette.render_template(
+        page.template, context, request=ctx.request, view_name=f"ledger-{page.slug}"
+    )
+    return Response.html(html)
+
+
+async def filter_options(ctx: Context) -> dict[str, Any]:
+    src = await queries.Sources.of(ctx.db)
+    return {
+        "task_classes": await queries.task_classes(ctx.db, src),
+        "stop_reasons": list(REASONS),
+        "sources": await queries.sources(ctx.db),
+    }
+
+
+BUILDERS: dict[str, Builder] = {
+    "overview": overview_data,
+    "retry-storms": retry_storms_data,
+    "no-progress": no_progress_data,
+    "unknown-vendors": unknown_vendors_data,
+}
+
+
+async def dashboard_page(datasette: Datasette, request: Request) -> Response:
+    ctx = await open_context(datasette, request)
+    page = PAGE_BY_SLUG[request.url_vars["page"]]
+    try:
+        data = await BUILDERS[page.slug](ctx)
+    except FilterError as exc:
+        raise BadRequest(str(exc)) from None
+    json_twin = bool(request.url_vars.get("format"))
+    query = request.query_string
+    json_url = ctx.urls.page(page.slug, f"?{query}" if query else "", json_twin=True)
+    return await respond(ctx, page, data, json_twin, json_url)
+
+
+SESSION_PAGE = PageInfo("session", "Session timeline", "ledger_session.html")
+
+
+async def session_page(datasette: Datasette, request: Request) -> Response:
+    ctx = await open_context(datasette, request)
+    session_id = tilde_decode(request.url_vars["session"])
+    data = await session_data(ctx, session_id)
+    json_twin = bool(request.url_vars.get("format"))
+    query = request.query_string
+    json_url = ctx.urls.session(session_id, json_twin=True) + (f"?{query}" if query else "")
+    return await respond(ctx, SESSION_PAGE, data, json_twin, json_url)
+
+
+def routes() -> list[tuple[str, Callable[..., Awaitable[Response]]]]:
+    return [
+        (rf"^/(?P<database>[^/]+)/-/(?P<page>{SLUGS})(?P<format>\.json)?$", dashboard_page),
+        (r"^/(?P<database>[^/]+)/-/sessions/(?P<session>[^/]+?)(?P<format>\.json)?$",
+         session_page),
+    ]

@@ -1,0 +1,312 @@
+"""The dashboard's SQL: fixed statements with named parameters, each bounded by an index.
+
+The overview reads the rollup (``session_rollup``, see ``ledger/rollup.py``) instead of
+aggregating ``sessions``; incident pages read the ``incidents`` rows the fold wrote,
+a page at a time along an index (keyset pagination, never OFFSET over a big table); a session's
+timeline reads its own steps by primary key. A database written by an agent-ledger older than
+the rollup still works: it is then computed from ``sessions`` on the fly (slower).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from datasette.utils import tilde_decode, tilde_encode
+
+from ledger import rollup
+
+from .filters import FilterError, Filters
+
+if TYPE_CHECKING:
+    from datasette.database import Database
+
+LEDGER_TABLES = frozenset({"sessions", "steps", "incidents", "stop_reasons", "sources"})
+PAGE_SIZE = 50
+MAX_PAGE_SIZE = 500
+VENDOR_PAGE_SIZE = 100
+
+Row = dict[str, Any]
+
+
+async def rows(db: Database, sql: str, params: dict[str, Any] | None = None) -> list[Row]:
+    results = await db.execute(sql, params or {})
+    return [dict(r) for r in results.rows]
+
+
+async def is_ledger(db: Database) -> bool:
+    return LEDGER_TABLES <= set(await db.table_names())
+
+
+@dataclass(frozen=True)
+class Sources:
+    """Where the overview reads its counts: the rollup table, or the same rows computed."""
+
+    table: str
+    stored: bool
+
+    @classmethod
+    async def of(cls, db: Database) -> Sources:
+        if await db.table_exists(rollup.TABLE):
+            return cls(rollup.TABLE, True)
+        return cls(f"({rollup.contributions(rollup.ALL)})", False)
+
+
+# --- the overview --------------------------------------------------------------------------
+
+
+async def from_rollup(
+    db: Database, src: Sources, filters: Filters, select: str, rest: str = ""
+) -> list[Row]:
+    """``select`` over the rollup rows the filters pick, then ``rest`` (group, order)."""
+    return await rows(
+        db,
+        f"select {select} from {src.table} where 1{filters.rollup_where()} {rest}",
+        filters.params(),
+    )
+
+
+async def by_class_and_reason(db: Database, src: Sources, filters: Filters) -> list[Row]:
+    return await from_rollup(
+        db, src, filters,
+        "task_class, stop_reason, sum(sessions) as sessions, sum(steps) as steps, "
+        "sum(events) as events, sum(tool_calls) as tool_calls, "
+        "sum(output_tokens) as output_tokens, sum(events_after_stop) as events_after_stop",
+        "group by task_class, stop_reason order by task_class, stop_reason",
+    )
+
+
+async def by_day_and_reason(db: Database, src: Sources, filters: Filters) -> list[Row]:
+    return await from_rollup(
+        db, src, filters, "day, stop_reason, sum(sessions) as sessions",
+        "group by day, stop_reason order by day, stop_reason",
+    )
+
+
+async def budget_at_stop(db: Database, src: Sources, filters: Filters) -> list[Row]:
+    """Stopped sessions per (counter, bucket), for the buckets that hold any."""
+    columns = [c.bucket_column(b) for c in rollup.COUNTERS for b in range(len(rollup.BUCKETS))]
+    sums = ", ".join(f"coalesce(sum({col}), 0) as {col}" for col in columns)
+    (found,) = await from_rollup(db, src, filters, sums)
+    return [
+        {"counter": c.name, "bucket": b, "sessions": found[c.bucket_column(b)]}
+        for c in rollup.COUNTERS
+        for b in range(len(rollup.BUCKETS))
+        if found[c.bucket_column(b)]
+    ]
+
+
+async def paid_path_computed(db: Database, src: Sources, filters: Filters) -> list[Row]:
+    """Seed 000's fail-closed rule: unknown vendor stops, or completes with no terminal signal."""
+    return await from_rollup(
+        db, src, filters,
+        "task_class, sum(sessions) as sessions, "
+        "sum(sessions * unknown_vendor) as unknown_vendor_sessions, "
+        "sum(sessions * no_terminal) as completes_without_terminal_signal",
+        "group by task_class "
+        "having sum(sessions * unknown_vendor) > 0 or sum(sessions * no_terminal) > 0 "
+        "order by unknown_vendor_sessions desc, completes_without_terminal_signal desc, "
+        "task_class",
+    )
+
+
+async def paid_path_verdicts(db: Database, filters: Filters) -> list[Row] | None:
+    """The ``task_classes`` verdict table's stay-on-paid-path rows, if the database has one."""
+    if not await db.table_exists("task_classes"):
+        return None
+    columns = set(await db.table_columns("task_classes"))
+    if "verdict" not in columns:
+        return None
+    where = ""
+    params: dict[str, Any] = {}
+    if "task_class" in columns and filters.task_class is not None:
+        where = " and task_class = :task_class"
+        params["task_class"] = filters.task_class
+    return await rows(
+        db,
+        f"select * from task_classes where verdict = 'stay_on_paid_path'{where} limit 500",
+        params,
+    )
+
+
+async def task_classes(db: Database, src: Sources) -> list[str]:
+    found = await rows(db, f"select distinct task_class from {src.table} order by task_class")
+    return [r["task_class"] for r in found]
+
+
+async def sources(db: Database) -> list[Row]:
+    return await rows(db, "select source_id, path from sources order by path limit 1000")
+
+
+# --- incidents -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One incident kind's listing: its sort order (an index's, scanned backwards) and types."""
+
+    kind: str
+    order: tuple[tuple[str, type], ...]
+
+    def keyset(self) -> str:
+        columns = ", ".join(f"i.{c}" for c, _ in self.order)
+        marks = ", ".join(f":k{n}" for n in range(len(self.order)))
+        return f" and ({columns}) < ({marks})"
+
+    def order_by(self) -> str:
+        return ", ".join(f"i.{c} desc" for c, _ in self.order)
+
+    def token(self, row: Row) -> str:
+        return ",".join(tilde_encode(str(row[c])) for c, _ in self.order)
+
+    def parse(self, token: str) -> dict[str, Any]:
+        parts = token.split(",")
+        try:
+            if len(parts) != len(self.order):
+                raise ValueError
+            return {
+                f"k{n}": kind(tilde_decode(part))
+                for n, (part, (_, kind)) in enumerate(zip(parts, self.order, strict=True))
+            }
+        except ValueError:
+            raise FilterError(f"_next: {token!r} is not a page token from this page") from None
+
+
+RETRY_STORMS = Kind(
+    "retry_storm", (("length", int), ("session_id", str), ("start_idx", int))
+)
+NO_PROGRESS = Kind(
+    "no_progress",
+    (("length", int), ("output_tokens", int), ("session_id", str), ("start_idx", int)),
+)
+
+INCIDENT_COLUMNS = (
+    "i.session_id, i.kind, i.start_idx, i.end_idx, i.length, i.key, i.detail, i.output_tokens, "
+    "i.tool_calls, i.blocked, i.task_class, i.started_at, i.ended_at, s.stop_reason"
+)
+
+
+@dataclass(frozen=True)
+class Page:
+    rows: list[Row]
+    next: str | None
+
+
+async def incidents(
+    db: Database,
+    kind: Kind,
+    filters: Filters,
+    min_length: int,
+    after: str | None = None,
+    size: int = PAGE_SIZE,
+) -> Page:
+    """A page of one kind's incidents of at least ``min_length`` steps, longest first."""
+    params: dict[str, Any] = {
+        **filters.params(), "kind": kind.kind, "min_length": min_length, "limit": size + 1,
+    }
+    keyset = ""
+    if after:
+        params.update(kind.parse(after))
+        keyset = kind.keyset()
+    found = await rows(
+        db,
+        f"select {INCIDENT_COLUMNS} from incidents i "
+        "join sessions s on s.session_id = i.session_id "
+        f"where i.kind = :kind and i.length >= :min_length{keyset}{filters.incident_where()} "
+        f"order by {kind.order_by()} limit :limit",
+        params,
+    )
+    more = len(found) > size
+    found = found[:size]
+    return Page(found, kind.token(found[-1]) if more and found else None)
+
+
+async def count_incidents(db: Database, kind: str, filters: Filters, min_length: int) -> int:
+    found = await rows(
+        db,
+        "select count(*) as n from incidents i "
+        f"where i.kind = :kind and i.length >= :min_length{filters.incident_where()}",
+        {**filters.params(), "kind": kind, "min_length": min_length},
+    )
+    return int(found[0]["n"])
+
+
+async def storms_by_day(db: Database, filters: Filters, min_length: int) -> list[Row]:
+    return await rows(
+        db,
+        "select coalesce(substr(i.started_at, 1, 10), '') as day, count(*) as storms, "
+        "sum(i.length) as retries, sum(i.blocked) as blocked from incidents i "
+        f"where i.kind = 'retry_storm' and i.length >= :min_length{filters.incident_where()} "
+        "group by day order by day",
+        {**filters.params(), "min_length": min_length},
+    )
+
+
+async def unknown_vendors(
+    db: Database, filters: Filters, offset: int = 0, size: int = VENDOR_PAGE_SIZE
+) -> Page:
+    """Raw vendor strings nobody mapped, most frequent first (a few hundred at most)."""
+    found = await rows(
+        db,
+        "select i.key as vendor_stop, count(*) as occurrences, "
+        "count(distinct i.session_id) as sessions, "
+        "json_group_array(distinct i.task_class) as task_classes, "
+        "min(i.started_at) as first_seen, max(i.started_at) as last_seen "
+        "from incidents i "
+        f"where i.kind = 'unknown_vendor'{filters.incident_where()} "
+        "group by i.key order by occurrences desc, vendor_stop limit :limit offset :offset",
+        {**filters.params(), "limit": size + 1, "offset": offset},
+    )
+    for row in found:
+        row["task_classes"] = sorted(c for c in json.loads(row["task_classes"]) if c is not None)
+    more = len(found) > size
+    return Page(found[:size], str(offset + size) if more else None)
+
+
+async def count_unknown_vendors(db: Database, filters: Filters) -> int:
+    found = await rows(
+        db,
+        "select count(distinct i.key) as n from incidents i "
+        f"where i.kind = 'unknown_vendor'{filters.incident_where()}",
+        filters.params(),
+    )
+    return int(found[0]["n"])
+
+
+# --- one session ---------------------------------------------------------------------------
+
+
+async def session(db: Database, session_id: str) -> Row | None:
+    found = await rows(db, "select * from sessions where session_id = :id", {"id": session_id})
+    return found[0] if found else None
+
+
+async def steps(db: Database, session_id: str, first: int, size: int) -> list[Row]:
+    return await rows(
+        db,
+        "select * from steps where session_id = :id and idx >= :first and idx < :end "
+        "order by idx",
+        {"id": session_id, "first": first, "end": first + size},
+    )
+
+
+async def observations_before(
+    db: Database, session_id: str, first: int, limit: int
+) -> list[str]:
+    """The last ``limit`` observation hashes before step ``first``, latest first."""
+    found = await rows(
+        db,
+        "select observation_hash from steps where session_id = :id and idx < :first "
+        "and observation_hash is not null order by idx desc limit :limit",
+        {"id": session_id, "first": first, "limit": limit},
+    )
+    return [r["observation_hash"] for r in found]
+
+
+async def session_incidents(db: Database, session_id: str) -> list[Row]:
+    return await rows(
+        db,
+        "select * from incidents where session_id = :id order by start_idx, kind",
+        {"id": session_id},
+    )

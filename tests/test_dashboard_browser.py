@@ -1,0 +1,259 @@
+"""The dashboard as a person uses it: a real `agent-ledger serve`, Debian's chromium, Playwright.
+
+One server and one browser for the module. Every test fails on a JavaScript error or a console
+error, and on any request that leaves 127.0.0.1 (the dashboard must work offline). Screenshots
+of each page go to tests/screenshots/.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from datasette.utils import tilde_encode
+from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
+
+from tests import dashboard_data as data
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+SCREENSHOTS = Path(__file__).parent / "screenshots"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`agent-ledger serve` on a free port of 127.0.0.1, stopped after the module."""
+    db_path = data.build(tmp_path_factory.mktemp("browser"))
+    port = free_port()
+    log = (tmp_path_factory.getbasetemp() / "serve.log").open("w")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ledger", "serve", str(db_path), "--port", str(port)],
+        stdout=log, stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if httpx.get(f"{base}/-/versions.json").status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"agent-ledger serve did not start; see {log.name}")
+            time.sleep(0.2)
+        yield base
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    assert CHROMIUM.exists(), "Debian's chromium is missing: apt-get install chromium"
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+class Watch:
+    """What a page did that it must not: script errors, console errors, requests elsewhere."""
+
+    def __init__(self, base: str) -> None:
+        self.base = base
+        self.errors: list[str] = []
+        self.external: list[str] = []
+        self.dialogs: list[str] = []
+
+    def attach(self, context: BrowserContext) -> None:
+        def route(r):  # noqa: ANN001 - playwright's Route
+            if r.request.url.startswith(self.base):
+                r.continue_()
+            else:
+                self.external.append(r.request.url)
+                r.abort()
+
+        context.route("**/*", route)
+
+    def page(self, page: Page) -> Page:
+        page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
+        page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+
+        def dialog(d):  # noqa: ANN001 - playwright's Dialog
+            self.dialogs.append(d.message)
+            d.dismiss()
+
+        page.on("dialog", dialog)
+        return page
+
+
+@pytest.fixture
+def watch(server: str) -> Watch:
+    return Watch(server)
+
+
+@pytest.fixture
+def page(browser: Browser, server: str, watch: Watch) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, base_url=server)
+    watch.attach(context)
+    page = watch.page(context.new_page())
+    yield page
+    context.close()
+    assert watch.errors == []
+    assert watch.external == []
+    assert watch.dialogs == []
+
+
+def shoot(page: Page, name: str) -> None:
+    SCREENSHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+
+
+def charts_drawn(page: Page, count: int) -> None:
+    expect(page.locator("canvas[data-drawn=true]")).to_have_count(count)
+
+
+def session_url(session_id: str) -> str:
+    return f"/ledger/-/sessions/{tilde_encode(session_id)}"
+
+
+def test_overview_shows_where_loops_ran_away(page: Page) -> None:
+    page.goto("/ledger/-/overview")
+    expect(page.locator("h1")).to_have_text("Overview")
+    charts_drawn(page, 3)
+    cards = page.locator(".ledger-cards")
+    expect(cards).to_contain_text("18 sessions")
+    expect(cards).to_contain_text("3 retry storms")
+    expect(cards).to_contain_text("4 unknown vendor strings")
+    expect(page.locator("#paid-path")).to_contain_text("bugfix")
+    badge = page.locator("#by-class .ledger-badge", has_text="retry_near_ceiling").first
+    expect(badge).to_have_attribute("title", re.compile("Safe action: Do not retry"))
+    shoot(page, "overview")
+
+
+def test_follow_a_retry_storm_to_the_step_where_the_session_stopped(page: Page) -> None:
+    page.goto("/ledger/-/overview")
+    page.locator("#top-retry-storms a.ledger-session").first.click()
+    expect(page).to_have_url(re.compile(r"/ledger/-/sessions/0903fa030c63-4\?at=3#step-3$"))
+    expect(page.locator("h1")).to_have_text("Session 0903fa030c63-4")
+    stop = page.locator("tr.ledger-stop")
+    expect(stop).to_have_attribute("id", "step-7")
+    expect(stop.locator(".ledger-action")).to_have_text("retry")
+    expect(stop).to_contain_text("steps 7 / 8")
+    expect(page.locator("tr.ledger-stop-note")).to_contain_text(
+        "The budget stopped here: retry_near_ceiling"
+    )
+    expect(page.locator("tr.ledger-stop-note")).to_contain_text("Do not retry; raise")
+    expect(page.locator("#step-3")).to_have_class(re.compile("ledger-in-retry-storm"))
+    expect(page.locator(".ledger-stop-card")).to_contain_text("Fail closed if missing")
+    expect(page.locator(".ledger-gauges")).to_contain_text("steps 7 / 8")
+    charts_drawn(page, 1)
+    shoot(page, "session-retry-storm")
+
+
+def test_steps_after_the_stop_are_greyed(page: Page) -> None:
+    page.goto(session_url("811be5e93b95"))
+    expect(page.locator("tr.ledger-after-stop")).to_have_count(2)
+    opacity = page.locator("#step-13 td").first.evaluate("td => getComputedStyle(td).opacity")
+    assert float(opacity) < 1
+    expect(page.locator("#step-12")).to_contain_text("rounds 12 / 12")
+    shoot(page, "session-max-rounds")
+
+
+@pytest.mark.parametrize(
+    ("path", "name", "text", "charts"),
+    [
+        ("/ledger/-/retry-storms", "retry-storms", "blocked near the step ceiling", 1),
+        ("/ledger/-/no-progress", "no-progress", "OperationalError: no such column", 0),
+        ("/ledger/-/unknown-vendors", "unknown-vendors", "policy_hidden_v3", 0),
+        ("/ledger/-/overview?task_class=docs", "overview-docs", "have no timestamp", 2),
+        ("/ledger/steps?session_id=bf-0005", "steps-table", "no_progress", 0),
+        ("/ledger/sessions", "sessions-table", "max_rounds", 0),
+    ],
+)
+def test_each_page(page: Page, path: str, name: str, text: str, charts: int) -> None:
+    page.goto(path)
+    expect(page.locator("section.content")).to_contain_text(text)
+    charts_drawn(page, charts)
+    shoot(page, name)
+
+
+def test_the_menu_reaches_every_page(page: Page) -> None:
+    page.goto("/")
+    page.locator("details.nav-menu summary").click()
+    page.get_by_role("link", name="Ledger: Retry storms").click()
+    expect(page.locator("h1")).to_have_text("Retry storms")
+    for title in ("No-progress runs", "Unknown vendor stops", "Overview"):
+        page.locator(".ledger-tabs").get_by_role("link", name=title).click()
+        expect(page.locator("h1")).to_have_text(title)
+
+
+def test_filters_make_a_shareable_link(page: Page, browser: Browser, server: str) -> None:
+    page.goto("/ledger/-/overview")
+    page.locator("select[name=task_class]").select_option("docs")
+    page.get_by_role("button", name="Apply").click()
+    expect(page).to_have_url(f"{server}/ledger/-/overview?task_class=docs")
+    expect(page.locator(".ledger-cards")).to_contain_text("5 sessions")
+    page.get_by_role("link", name="Retry storms").first.click()
+    expect(page).to_have_url(f"{server}/ledger/-/retry-storms?task_class=docs")
+    expect(page.locator("table.ledger-table tbody tr")).to_have_count(1)
+
+
+def test_the_vendor_map_entry_copies(page: Page, browser: Browser) -> None:
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    page.goto("/ledger/-/unknown-vendors")
+    row = page.locator("tr.ledger-vendor", has_text="policy_hidden_v3")
+    row.get_by_role("button", name="Copy").click()
+    expect(row.get_by_role("button")).to_have_text("Copied")
+    copied = page.evaluate("navigator.clipboard.readText()")
+    assert copied.startswith('"policy_hidden_v3" = "unknown_vendor"  # choose: task_complete')
+
+
+HOSTILE = [
+    "/ledger/-/overview",
+    "/ledger/-/retry-storms",
+    "/ledger/-/no-progress",
+    "/ledger/-/unknown-vendors",
+    session_url(data.XSS_SESSION),
+    session_url("xss-2"),
+    "/ledger/steps?session_id__startswith=xss",
+    "/ledger/incidents?kind=unknown_vendor",
+    "/ledger/sessions?task_class__contains=evil",
+]
+
+
+def test_hostile_ledger_text_is_shown_and_never_runs(page: Page) -> None:
+    SCREENSHOTS.mkdir(exist_ok=True)
+    for n, path in enumerate(HOSTILE):
+        page.goto(path)
+        page.wait_for_load_state("load")
+        hrefs = page.eval_on_selector_all("a[href]", "links => links.map(a => a.href)")
+        assert [h for h in hrefs if not h.startswith(("http://", "https://"))] == [], path
+        assert page.evaluate("window.__pwned") is None, path
+        page.screenshot(path=str(SCREENSHOTS / f"hostile-{n}.png"))
+    page.goto("/ledger/-/unknown-vendors")
+    for payload in (data.SCRIPT, data.SVG, data.JS_URL):
+        expect(page.locator("code.ledger-raw", has_text=payload)).to_have_count(1)
+    page.goto(session_url(data.XSS_SESSION))
+    expect(page.locator("h1")).to_contain_text(data.IMG)
+    expect(page.locator("#step-1")).to_contain_text(data.SCRIPT)
+    page.locator(".ledger-incidents a").first.click()
+    assert page.evaluate("window.__pwned") is None

@@ -1,0 +1,173 @@
+"""Rollups: whatever ingest does to a database, they equal a rebuild from scratch."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import sqlite_utils
+
+from ledger import rollup, store
+from ledger.budget import Budget
+from ledger.ingest import Options, ingest
+from tests.helpers import rows
+
+
+def stored(db_path: Path) -> list[tuple]:
+    columns = ", ".join((*rollup.KEY_NAMES, *rollup.MEASURE_NAMES))
+    order = ", ".join(rollup.KEY_NAMES)
+    with sqlite3.connect(db_path) as conn:
+        return conn.execute(f"select {columns} from session_rollup order by {order}").fetchall()
+
+
+def rebuilt(db_path: Path) -> list[tuple]:
+    with sqlite3.connect(db_path) as conn:
+        return rollup.rebuilt(conn)
+
+
+def assert_consistent(db_path: Path) -> None:
+    assert stored(db_path) == rebuilt(db_path)
+
+
+def bucket_counts(db_path: Path, where: str = "1") -> dict[tuple[str, int], int]:
+    """Stopped sessions per (counter, bucket) over the rollup rows ``where`` picks."""
+    columns = [(c.name, b) for c in rollup.COUNTERS for b in range(len(rollup.BUCKETS))]
+    sums = ", ".join(f"sum({name}_{b})" for name, b in columns)
+    with sqlite3.connect(db_path) as conn:
+        found = conn.execute(f"select {sums} from session_rollup where {where}").fetchone()
+    return {key: n for key, n in zip(columns, found, strict=True) if n}
+
+
+def test_sample_rollup_counts_every_session(sample_db: Path) -> None:
+    assert_consistent(sample_db)
+    total = rows(sample_db, "select sum(sessions) as n, sum(steps) as steps from session_rollup")
+    sessions = rows(sample_db, "select count(*) as n, sum(steps) as steps from sessions")
+    assert total == sessions
+
+
+def test_flags_follow_the_paid_path_rules(sample_db: Path) -> None:
+    flagged = rows(
+        sample_db,
+        "select task_class, sum(sessions * unknown_vendor) as uv, sum(sessions * no_terminal) as nt"
+        " from session_rollup group by task_class order by task_class",
+    )
+    assert flagged == [
+        {"task_class": "bugfix", "uv": 1, "nt": 1},
+        {"task_class": "docs", "uv": 0, "nt": 1},
+        {"task_class": "refactor", "uv": 0, "nt": 0},
+    ]
+
+
+def test_sessions_without_timestamps_have_no_day(sample_db: Path) -> None:
+    days = rows(sample_db, "select distinct day from session_rollup where task_class = 'docs'")
+    assert days == [{"day": ""}]
+
+
+@pytest.mark.parametrize(
+    ("reason", "counter"),
+    [
+        ("max_tool_calls", "tool_calls"),  # bf-0006: tool calls 28 >= 24
+        ("max_output_tokens", "output_tokens"),  # the seed trace: 37000 >= 32000
+        ("max_writes", "writes"),  # writes 3 > 2
+        ("max_seconds", "seconds"),  # 48.0 > 45.0
+        ("max_rounds", "rounds"),
+    ],
+)
+def test_a_tripped_cap_is_in_the_top_bucket(sample_db: Path, reason: str, counter: str) -> None:
+    counts = bucket_counts(sample_db, f"stop_reason = '{reason}'")
+    assert counts[(counter, 3)] == 1
+    assert sum(n for (name, _), n in counts.items() if name == counter) == 1
+
+
+def test_unmeasured_counters_and_other_seeds_caps_are_left_out(sample_db: Path) -> None:
+    """Gate ledgers are never held to rounds; traces never to steps; no meter, no bucket."""
+    docs = {name for name, _ in bucket_counts(sample_db, "task_class = 'docs'")}
+    refactor = {name for name, _ in bucket_counts(sample_db, "task_class = 'refactor'")}
+    assert docs == {"steps", "writes", "seconds"}
+    assert refactor == {"rounds", "tool_calls", "output_tokens", "tool_errors"}
+    actions_only = bucket_counts(sample_db, "stop_reason = 'no_progress' and day != ''")
+    assert "rounds" not in {name for name, _ in actions_only}  # bf-0005 has no round counter
+
+
+def test_sessions_that_ran_out_have_no_buckets(sample_db: Path) -> None:
+    assert bucket_counts(sample_db, "stop_reason = 'task_complete'") == {}
+
+
+@pytest.mark.parametrize("edge", [0.0, 0.49, 0.5, 0.79, 0.8, 0.99, 1.0, 1.5])
+def test_bucket_sql_matches_the_edges(edge: float) -> None:
+    with sqlite3.connect(":memory:") as conn:
+        sql = f"select {rollup.bucket_sql(':v', ':cap')}"
+        (got,) = conn.execute(sql, {"v": edge * 10, "cap": 10}).fetchone()
+    expected = sum(edge >= e for e in rollup.BUCKET_EDGES)
+    assert got == expected
+
+
+Step = Callable[[Path, Path], None]
+
+
+def append_sessions(samples: Path, db_path: Path) -> None:
+    ledger = samples / "bugfix" / "night-run.jsonl"
+    with ledger.open("a") as f:
+        f.write('{"session": "bf-0002", "type": "action", "action": "write"}\n' * 2)
+        f.write('{"session": "bf-9", "type": "round", "vendor_stop": "weird"}\n')
+    ingest(db_path, [samples], Options(batch=2))
+
+
+def truncate(samples: Path, db_path: Path) -> None:
+    ledger = samples / "docs" / "agent_ledger.jsonl"
+    ledger.write_text("".join(ledger.read_text().splitlines(keepends=True)[:6]))
+    ingest(db_path, [samples])
+
+
+def rebudget(samples: Path, db_path: Path) -> None:
+    ingest(db_path, [samples], Options(budget=Budget(max_rounds=3, max_steps=4)))
+
+
+def remove_and_replace(samples: Path, db_path: Path) -> None:
+    (samples / "refactor" / "port-orm-queries.json").unlink()
+    (samples / "docs" / "agent_ledger.jsonl").write_text(
+        '{"step": 1, "action": "retry", "detail": "tool:x", "elapsed_s": 0}\n'
+    )
+    ingest(db_path, [samples])
+
+
+@pytest.mark.parametrize(
+    "steps",
+    [
+        [append_sessions],
+        [truncate],
+        [rebudget],
+        [remove_and_replace],
+        [append_sessions, rebudget, truncate, append_sessions],
+    ],
+    ids=["append", "truncate", "rebudget", "replace", "all"],
+)
+def test_rollups_stay_equal_to_a_rebuild(
+    samples: Path, db_path: Path, steps: list[Step]
+) -> None:
+    ingest(db_path, [samples], Options(batch=3))
+    assert_consistent(db_path)
+    for step in steps:
+        step(samples, db_path)
+        assert_consistent(db_path)
+    assert not rows(db_path, "select * from session_rollup where sessions <= 0")
+
+
+def test_the_migration_fills_the_rollup_of_an_older_database(samples: Path, db_path: Path) -> None:
+    ingest(db_path, [samples])
+    expected = stored(db_path)
+    with sqlite3.connect(db_path) as conn:
+        conn.execute("drop table session_rollup")
+        for (index,) in conn.execute(
+            "select name from sqlite_master where type = 'index'"
+            " and name like 'idx_incidents_kind_%' and name != 'idx_incidents_kind_length'"
+        ).fetchall():
+            conn.execute(f"drop index {index}")
+        conn.execute("delete from _migrations where name like '%_dashboard'")
+        conn.execute("pragma user_version = 0")  # any other version: migrate() looks again
+    db = store.connect(db_path)
+    assert isinstance(db, sqlite_utils.Database)
+    db.conn.close()
+    assert stored(db_path) == expected
