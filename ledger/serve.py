@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import yaml
 
@@ -31,6 +32,10 @@ def metadata_for(db_path: str | Path, extra: Sequence[str | Path] = ()) -> dict[
     stem = Path(db_path).stem
     if METADATA_DB_KEY in databases and stem != METADATA_DB_KEY:
         databases[stem] = databases.pop(METADATA_DB_KEY)
+        if "description_html" in metadata:
+            metadata["description_html"] = metadata["description_html"].replace(
+                f'href="/{METADATA_DB_KEY}/', f'href="/{quote(stem)}/'
+            )
     for path in extra:
         metadata = merge(metadata, read_metadata(path))
     return metadata

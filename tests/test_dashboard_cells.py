@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from ledger_dashboard import cells
 from markupsafe import Markup
 
 from ledger.reasons import DECISIONS, StopReason
+from ledger_dashboard import cells
 from tests.dashboard_data import PAYLOADS
 
 

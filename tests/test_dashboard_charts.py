@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 
+from ledger.budget import Budget
 from ledger_dashboard import charts
 from ledger_dashboard.cells import REASON_COLOURS
 from ledger_dashboard.timeline import gauges, step_meters
-
-from ledger.budget import Budget
 
 BY_CLASS = [
     {"task_class": "docs", "stop_reason": "max_steps", "sessions": 2},

@@ -7,6 +7,7 @@ import sqlite3
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from ledger_dashboard.filters import FilterError, Filters
 
 

@@ -6,9 +6,9 @@ import json
 from typing import Any
 
 import pytest
-from ledger_dashboard.timeline import gauges, meter, repeats, run_length, step_meters
 
 from ledger.budget import Budget
+from ledger_dashboard.timeline import gauges, meter, repeats, run_length, step_meters
 
 ALL_METERS = (
     "round_counter,tool_calls,output_tokens,tool_errors,observations,elapsed_time,"

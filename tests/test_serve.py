@@ -97,6 +97,8 @@ def test_metadata_follows_the_database_file_name(tmp_path: Path) -> None:
     metadata = metadata_for(tmp_path / "nightly-runs.db")
     assert "nightly-runs" in metadata["databases"]
     assert "ledger" not in metadata["databases"]
+    assert 'href="/nightly-runs/paid_path"' in metadata["description_html"]
+    assert 'href="/ledger/' not in metadata["description_html"]
 
 
 def test_serve_binds_to_localhost_by_default() -> None:
