@@ -52,11 +52,15 @@ rule to claim a span wins, so a specific shape always beats a generic context):
     (``password == x``), and a ``pwd`` holding a path (``PWD=/home/me``).
 
 Hex strings (hashes of any length) are never redacted on their own: nothing here matches a
-bare hex run. Redaction is idempotent: markers are never matched again, so redacting twice
+bare hex run. Redaction is idempotent: a marker is never matched again, so redacting twice
 changes nothing and counts zero the second time.
 
-Performance: one precompiled regex search for any trigger substring rejects text with no
-candidate at once; otherwise each rule runs only if one of its own trigger substrings occurs.
+Speed (this runs on every ingested line): the fast path is one substring test per trigger
+(``PRIVATE KEY``, ``eyJ``, ``sk-``, ``AKIA``, ``://``, ... and, in the lowercased text,
+``password``, ``token``, ``bearer``, ...). Text with none of them is returned as it is, the
+very same object. Otherwise only the rules whose triggers occur run (the key-word rule only
+when a key word is followed by ``=`` or ``:``), and every pattern starts with a literal or a
+character class so that the regex engine jumps from candidate to candidate.
 """
 
 from __future__ import annotations
@@ -87,42 +91,62 @@ REDACTION_KINDS: tuple[str, ...] = (
 
 _MARKERS = {kind: f"[REDACTED:{kind}]" for kind in REDACTION_KINDS}
 
-#: Not at the start of a value: a marker left by an earlier rule or an earlier run.
+#: Not at the start of a value: a marker left by an earlier rule or an earlier run (in the
+#: text as it is, and in the folded text that the key-word rules read; see _fold).
 _NOT_MARKER = r"(?!\[REDACTED:)"
+_NOT_FOLDED_MARKER = r"(?!\[redacted:)"
 
-# -- fixed-shape tokens: the whole match is the secret -------------------------------------
+# -- fixed-shape tokens, matched in the text as it is: the whole match is the secret --------
+#
+# Each pattern starts with a literal or a character class and checks "not inside a longer
+# word" after it with a fixed-width lookbehind: the regex engine can then skip ahead to the
+# candidates instead of trying the whole pattern at every position.
 
 _PEM = (
     r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
     r"(?s:.*?)"
     r"(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)"
 )
-_JWT = r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*"
-_ANTHROPIC = r"(?<![A-Za-z0-9_-])sk-ant-[A-Za-z0-9_-]{20,}"
+_JWT = r"eyJ(?<![A-Za-z0-9_-]eyJ)[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*"
+_ANTHROPIC = r"sk-ant-(?<![A-Za-z0-9_-]sk-ant-)[A-Za-z0-9_-]{20,}"
 # A digit or a capital must occur among the key characters (checked without leaving them).
-_OPENAI = r"(?<![A-Za-z0-9_-])sk-(?!ant-)(?=[a-z_-]*[A-Z0-9])[A-Za-z0-9_-]{20,}"
-_STRIPE = r"(?<![A-Za-z0-9_])[rs]k_(?:live|test)_[A-Za-z0-9]{16,}"
-_GITHUB = r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})"
-_SLACK = r"(?<![A-Za-z0-9_-])xox[abprs]-[A-Za-z0-9-]{10,}"
-_GOOGLE = r"(?<![A-Za-z0-9_-])AIza[A-Za-z0-9_-]{35,}"
-_AWS_ACCESS = r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"
+_OPENAI = r"sk-(?<![A-Za-z0-9_-]sk-)(?!ant-)(?=[a-z_-]*[A-Z0-9])[A-Za-z0-9_-]{20,}"
+_STRIPE = r"[rs](?<![A-Za-z0-9_][rs])k_(?:live|test)_[A-Za-z0-9]{16,}"
+_GITHUB = r"g(?<![A-Za-z0-9_]g)(?:h[pousr]_[A-Za-z0-9]{30,}|ithub_pat_[A-Za-z0-9_]{30,})"
+_SLACK = r"xox(?<![A-Za-z0-9_-]xox)[abprs]-[A-Za-z0-9-]{10,}"
+_GOOGLE = r"AIza(?<![A-Za-z0-9_-]AIza)[A-Za-z0-9_-]{35,}"
+_AWS_ACCESS = r"A(?<![A-Za-z0-9]A)(?:KIA|SIA)[A-Z0-9]{16}(?![A-Za-z0-9])"
 
-# -- secrets in a context: group ``val`` is the secret, everything before it is kept -------
-
-# scheme://user:PASSWORD@  (the scheme starts a run, so long words are not rescanned)
+# scheme://user:PASSWORD@ ; the match starts at "://" (a scheme character must precede it).
+# Group ``val`` is the secret; everything before it is kept.
 _URL = (
-    r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*://[^\s:/?#@\[\]\"'<>\\]*:"
+    r"://(?<=[A-Za-z0-9+.-]://)[^\s:/?#@\[\]\"'<>\\]*:"
     + _NOT_MARKER
     + r"(?P<val>[^\s/?#\[\]\"'<>\\]+)(?=@)"
 )
 
-# An optional opening quote, possibly JSON-escaped, around a header value.
-_HEADER = r"authorization\\*[\"'`]?[ \t]*[:=][ \t]*\\*[\"'`]?[ \t]*"
+# -- key words in any case, matched in the folded (lowercased) text -------------------------
+#
+# These patterns are written in lowercase and run on _fold(text), which has the same length
+# as the text, so the spans found there are cut out of the text itself. Group ``val`` is the
+# secret; everything before it is kept.
+
+# "authorization:" with the quotes it may have in JSON, escaped JSON or a Python dict.
+_HEADER = r"authorization(?<![a-z0-9]authorization)\\*[\"'`]?[ \t]*[:=][ \t]*\\*[\"'`]?[ \t]*"
+#: An unquoted value: up to a delimiter, never across a marker.
+_WORD = r"(?:" + _NOT_FOLDED_MARKER + r"[^\s\"'`\\,;&)\]}])+"
+# The credentials after "bearer"/"basic" start like a token and run to a delimiter, so that
+# "Bearer password=hunter2" cannot leave half of a secret behind. In an Authorization header
+# any such token is redacted ...
+_BEARER_HEADER = _HEADER + r"bearer[ \t]+(?=[a-z0-9._~+/-])(?P<val>" + _WORD + ")"
+# ... a bare "bearer" needs a token of 8+ characters with a digit. Such conditions live in
+# the patterns, never in a callback: a match that was then declined would still consume its
+# text and could hide a secret right after it.
 _BEARER = (
-    r"(?<![A-Za-z0-9])(?:(?P<hdr>" + _HEADER + r"))?bearer[ \t]+"
-    r"(?P<val>[A-Za-z0-9._~+/-]+=*)"
+    r"bearer(?<![a-z0-9]bearer)[ \t]+(?=[a-z._~+/-]*[0-9])(?=[a-z0-9._~+/-]{8})"
+    r"(?P<val>" + _WORD + ")"
 )
-_BASIC = r"(?<![A-Za-z0-9])" + _HEADER + r"basic[ \t]+(?P<val>[A-Za-z0-9+/]+=*)"
+_BASIC = _HEADER + r"basic[ \t]+(?=[a-z0-9+/])(?P<val>" + _WORD + ")"
 
 _KEYWORDS = (
     "none|null|nil|true|false|undefined|str|string|bytes|int|bool|boolean|number|object"
@@ -130,104 +154,145 @@ _KEYWORDS = (
 )
 #: What ends an unquoted value (and what must follow a keyword for it to be the whole value).
 _VALUE_END = r"(?:[\s\"'`\\,;&)\]}]|\Z)"
+#: The key words, any prefix allowed before them (DB_PASSWORD, client_secret, accessToken).
+_KW = r"(?:secret(?:[_-]?access[_-]?key|[_-]?key)?|passw(?:or)?d|pwd|token|api[_-]?key)"
+#: A separator ahead (":" or "=", not "::" or "=="), after optional blanks.
+_SEP_AHEAD = r"[ \t]*(?::(?!:)|=(?!=))"
+#: After a key, before the separator: the closing quote of a quoted key, maybe closing a
+#: subscript too (config["password"]), then markdown emphasis (**Password:**, **Password**:).
+_KEY_END = r"(?:\\*[\"'`]\]?)?(?:\*{1,2}|__)?"
 _ASSIGNMENT = (
-    # the key: any prefix is allowed (DB_PASSWORD, client_secret, accessToken)
-    r"(?P<kw>secret[_-]?access[_-]?key|secret[_-]?key|secret|passw(?:or)?d|pwd|token"
-    r"|api[_-]?key)"
-    # the closing quote of a quoted key, maybe closing a subscript too: config["password"]
-    r"(?:\\*[\"'`]\]?)?"
-    # markdown emphasis around the key: **Password:** or **Password**:
-    r"(?:\*{1,2}|__)?"
-    # an optional type annotation before '=': password: str = "x"
-    r"(?:[ \t]*:[ \t]*[A-Za-z_][\w.]*(?:\[[^\]\r\n]*\])?(?:[ \t]*\|[ \t]*[A-Za-z_][\w.]*)*"
-    r"(?=[ \t]*=(?!=)))?"
-    r"[ \t]*(?:=>|:=|:(?!:)|=(?![=>]))[ \t]*"
-    # markdown emphasis after the separator, taken atomically (lookahead + backreference) so
-    # that a second run cannot give it back and redact the emphasis itself
-    r"(?=(?P<md>(?:\*{1,2}|__)?[ \t]*))(?P=md)"
+    # the key: any prefix is allowed (DB_PASSWORD, client_secret, accessToken). Every branch
+    # starts with a letter, for speed; the empty groups mark the AWS and pwd keys.
+    r"(?P<kw>secret(?:[_-]?access(?P<aws>)[_-]?key|[_-]?key)?|passw(?:or)?d|p(?P<pwd>)wd"
+    r"|token|api[_-]?key)"
+    + _KEY_END
+    # an optional type annotation before '=': password: str = "x". Taken atomically (a
+    # lookahead, then a backreference): once read as an annotation, never re-read as
+    # "key: value" by a second run.
+    + r"(?=(?P<ann>(?:[ \t]*:[ \t]*[a-z_][\w.]*(?:\[[^\]\r\n]*\])?"
+    r"(?:[ \t]*\|[ \t]*[a-z_][\w.]*)*(?=[ \t]*=(?![=>])))?))(?P=ann)"
+    r"[ \t]*(?:=>|:=|:(?!:)|=(?![=>]))"
+    # spaces and markdown emphasis after the separator, also taken atomically
+    r"(?=(?P<md>[ \t]*(?:\*{1,2}|__)?[ \t]*))(?P=md)"
     # the opening quote of the value, maybe JSON-escaped
     r"(?P<q>\\*[\"'`])?"
-    + _NOT_MARKER
+    + _NOT_FOLDED_MARKER
     # values that are not secrets
-    + r"(?!(?P=kw)" + _VALUE_END + ")"
-    r"(?![$%{<=(\[])"
-    r"(?!(?:bearer|basic)[ \t])"  # the scheme word of an auth header; its own rule redacts
-    r"(?!(?:" + _KEYWORDS + r")" + _VALUE_END + ")"
+    + r"(?!(?P=kw)" + _VALUE_END + ")"  # api_key=api_key
+    r"(?![$%{<=(\[])"  # $VAR ${VAR} %s {x} <placeholder> == ( [
+    r"(?(pwd)(?![/~])|)"  # PWD=/home/me is a working directory, not a password
+    r"(?!(?:bearer|basic)[ \t])"  # token: Bearer ... is left to the bearer rules
+    r"(?!(?:" + _KEYWORDS + r")" + _VALUE_END + ")"  # None, null, str, ...
+    # A "value" that is itself one of these keys with its separator is the next assignment
+    # ("password= 'token': 'abc'", "password: token: abc"): taking it as a value would hide
+    # that key and leave its value behind.
+    r"(?!(?(q)[\w.-]*" + _KW + r"(?P=q)" + _SEP_AHEAD
+    + r"|[\w.-]*" + _KW + r"(?:\*{1,2}|__)?(?:[:=](?=\s|\Z)|" + _SEP_AHEAD + r")))"
     # the value: up to the same quote, or (unquoted) up to a delimiter; never across a marker
     r"(?P<val>(?(q)"
-    r"(?:(?!(?P=q))" + _NOT_MARKER + r"[^\r\n])+"
+    r"(?:(?!(?P=q))" + _NOT_FOLDED_MARKER + r"[^\r\n])+"
     r"|"
-    r"(?![A-Za-z_][\w.]*[(\[])(?:" + _NOT_MARKER + r"[^\s\"'`\\,;&)\]}])+"
-    r"))"
+    r"(?![a-z_][\w.]*[(\[])" + _WORD  # not a call
+    + r"))"
 )
+#: Cheap confirmations before _ASSIGNMENT runs: a key word followed by a separator. Each
+#: starts with a literal, so each is a fast scan; "input_tokens": 12 fails them all.
+_ASSIGNMENT_GATES = tuple(
+    re.compile(word + _KEY_END + r"[ \t]*[:=]")
+    for word in (
+        r"secret(?:[_-]?access)?(?:[_-]?key)?",
+        r"passw(?:or)?d",
+        r"pwd",
+        r"token",
+        r"api[_-]?key",
+    )
+)
+
+
+def _fold(text: str) -> str:
+    """``text`` in lowercase, one character for one character (same length, same offsets).
+
+    U+0130 is the one character whose lowercase is two characters long; it becomes "i".
+    """
+    if "\u0130" in text:
+        text = text.replace("\u0130", "i")
+    return text.lower()
 
 
 @dataclass(frozen=True)
 class _Rule:
     kind: str
-    triggers: tuple[str, ...]  # lowercase substrings; the rule runs only if one occurs
     pattern: re.Pattern[str]
-    # Given a match, the kind to record, or None to leave the match as it is.
-    classify: Callable[[re.Match[str]], str | None] | None = None
+    #: The rule runs only if one of these substrings occurs in the text ...
+    triggers: tuple[str, ...]
+    #: ... (or in the folded text, where the pattern then runs too) ...
+    folded: bool = False
+    #: ... and, if given, one of these also matches there.
+    gates: tuple[re.Pattern[str], ...] = ()
+    #: Given a match, the kind to record (default: ``kind``). Never declines a match: a match
+    #: left unchanged would still consume its text and could hide a secret inside it.
+    classify: Callable[[re.Match[str]], str] | None = None
 
 
-def _bearer_kind(m: re.Match[str]) -> str | None:
-    if m["hdr"] is not None:
-        return "bearer-token"
-    token = m["val"]
-    if len(token) >= 8 and any(c.isdigit() for c in token):
-        return "bearer-token"
-    return None
+def _assignment_kind(m: re.Match[str]) -> str:
+    return "aws-secret-key" if m["aws"] is not None else "secret-assignment"
 
-
-def _assignment_kind(m: re.Match[str]) -> str | None:
-    kw = m["kw"].lower()
-    if "access" in kw:
-        return "aws-secret-key"
-    if kw == "pwd" and m["val"][:1] in ("/", "~"):
-        return None  # PWD=/home/me is a working directory, not a password
-    return "secret-assignment"
-
-
-def _rule(
-    kind: str,
-    triggers: tuple[str, ...],
-    pattern: str,
-    flags: int = 0,
-    classify: Callable[[re.Match[str]], str | None] | None = None,
-) -> _Rule:
-    return _Rule(kind, triggers, re.compile(pattern, flags), classify)
-
-
-_I = re.IGNORECASE
 
 _RULES: tuple[_Rule, ...] = (
-    _rule("private-key", ("private key",), _PEM),
-    _rule("jwt", ("eyj",), _JWT),
-    _rule("anthropic-key", ("sk-ant-",), _ANTHROPIC),
-    _rule("openai-key", ("sk-",), _OPENAI),
-    _rule("stripe-key", ("k_live_", "k_test_"), _STRIPE),
-    _rule("github-token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"), _GITHUB),
-    _rule("slack-token", ("xox",), _SLACK),
-    _rule("google-api-key", ("aiza",), _GOOGLE),
-    _rule("aws-access-key", ("akia", "asia"), _AWS_ACCESS),
-    _rule("url-password", ("://",), _URL),
-    _rule("bearer-token", ("bearer",), _BEARER, _I, _bearer_kind),
-    _rule("basic-auth", ("authorization",), _BASIC, _I),
-    _rule(
+    _Rule("private-key", re.compile(_PEM), ("PRIVATE KEY",)),
+    _Rule("jwt", re.compile(_JWT), ("eyJ",)),
+    _Rule("anthropic-key", re.compile(_ANTHROPIC), ("sk-ant-",)),
+    _Rule("openai-key", re.compile(_OPENAI), ("sk-",)),
+    _Rule("stripe-key", re.compile(_STRIPE), ("k_live_", "k_test_")),
+    _Rule(
+        "github-token",
+        re.compile(_GITHUB),
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    ),
+    _Rule("slack-token", re.compile(_SLACK), ("xox",)),
+    _Rule("google-api-key", re.compile(_GOOGLE), ("AIza",)),
+    _Rule("aws-access-key", re.compile(_AWS_ACCESS), ("AKIA", "ASIA")),
+    _Rule("url-password", re.compile(_URL), ("://",)),
+    _Rule("bearer-token", re.compile(_BEARER_HEADER), ("authorization",), folded=True),
+    _Rule("bearer-token", re.compile(_BEARER), ("bearer",), folded=True),
+    _Rule("basic-auth", re.compile(_BASIC), ("authorization",), folded=True),
+    _Rule(
         "secret-assignment",
-        ("secret", "passw", "pwd", "token", "api_key", "apikey", "api-key"),
-        _ASSIGNMENT,
-        _I,
-        _assignment_kind,
+        re.compile(_ASSIGNMENT),
+        ("secret", "passw", "pwd", "token", "api"),
+        folded=True,
+        gates=_ASSIGNMENT_GATES,
+        classify=_assignment_kind,
     ),
 )
 
-#: The fast path: text with none of these substrings (any case) cannot hold a secret.
-_CANDIDATE = re.compile(
-    "|".join(sorted({re.escape(t) for r in _RULES for t in r.triggers}, key=len, reverse=True)),
-    re.IGNORECASE,
+#: Every trigger once, with the rules it wakes: (substring, in the folded text?, rule ids).
+_TRIGGERS: tuple[tuple[str, bool, tuple[int, ...]], ...] = tuple(
+    (t, folded, tuple(i for i, r in enumerate(_RULES) if t in r.triggers and r.folded == folded))
+    for t, folded in dict.fromkeys((t, r.folded) for r in _RULES for t in r.triggers)
 )
+
+
+def _active_rules(text: str) -> list[_Rule]:
+    """The fast path: the rules whose trigger occurs in ``text``, in order; usually none.
+
+    One substring test (``in``, a fast scan in C) per distinct trigger. Measured faster than
+    a single case-insensitive regex alternation of all the triggers, which Python's regex
+    engine tries position by position.
+    """
+    folded = _fold(text)
+    woken: set[int] = set()
+    for trigger, in_folded, ids in _TRIGGERS:
+        if trigger in (folded if in_folded else text):
+            woken.update(ids)
+    if not woken:
+        return []
+    return [
+        rule
+        for i, rule in enumerate(_RULES)
+        if i in woken and (not rule.gates or any(g.search(folded) for g in rule.gates))
+    ]
 
 
 def redact_counts(text: str) -> tuple[str, dict[str, int]]:
@@ -235,14 +300,10 @@ def redact_counts(text: str) -> tuple[str, dict[str, int]]:
 
     Only kinds that were found appear in the dictionary.
     """
-    if _CANDIDATE.search(text) is None:
-        return text, {}
-    lowered = text.lower()
+    rules = _active_rules(text)
     counts: dict[str, int] = {}
-    for rule in _RULES:
-        if not any(t in lowered for t in rule.triggers):
-            continue
-        text = rule.pattern.sub(_replacer(rule, counts), text)
+    for rule in rules:
+        text = _apply(rule, text, counts)
     return text, counts
 
 
@@ -252,17 +313,19 @@ def redact(text: str) -> tuple[str, int]:
     return cleaned, sum(counts.values())
 
 
-def _replacer(rule: _Rule, counts: dict[str, int]) -> Callable[[re.Match[str]], str]:
+def _apply(rule: _Rule, text: str, counts: dict[str, int]) -> str:
+    """Replace every match of ``rule`` in ``text``; a folded rule is matched in _fold(text)."""
     has_val = "val" in rule.pattern.groupindex
-
-    def replace(m: re.Match[str]) -> str:
+    parts: list[str] = []
+    last = 0
+    for m in rule.pattern.finditer(_fold(text) if rule.folded else text):
         kind = rule.kind if rule.classify is None else rule.classify(m)
-        if kind is None:
-            return m[0]
         counts[kind] = counts.get(kind, 0) + 1
-        if not has_val:
-            return _MARKERS[kind]
-        # The value always ends the match: keep what precedes it, replace the value.
-        return m.string[m.start() : m.start("val")] + _MARKERS[kind]
-
-    return replace
+        # The secret always ends the match: keep what precedes it (from the text itself).
+        parts.append(text[last : m.start("val") if has_val else m.start()])
+        parts.append(_MARKERS[kind])
+        last = m.end()
+    if not parts:
+        return text
+    parts.append(text[last:])
+    return "".join(parts)

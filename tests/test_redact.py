@@ -1,0 +1,715 @@
+"""Specification of ledger.redact: what is a secret, what its marker looks like, what is not.
+
+Every secret in this file and in tests/fixtures/secrets/ is fake: right shape, random content.
+"""
+
+from __future__ import annotations
+
+import base64
+import string
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from ledger.redact import REDACTION_KINDS, redact, redact_counts
+
+FIXTURES = Path(__file__).parent / "fixtures" / "secrets"
+
+
+def m(kind: str) -> str:
+    assert kind in REDACTION_KINDS
+    return f"[REDACTED:{kind}]"
+
+
+# Fake secrets with the real shapes (repeated patterns so a reader sees they are not live).
+AWS_ID = "AKIAIOSFODNN7EXAMPLE"
+AWS_STS_ID = "ASIA" + "Q2W3E4R5T6Y7U2I3"
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+OPENAI = "sk-" + "Ab1Cd2Ef3Gh4" * 4
+OPENAI_PROJ = "sk-proj-" + "Xy9_Zw8-Vu7T" * 13
+ANTHROPIC = "sk-ant-api03-" + "Qr5St6-Uv7_W" * 8 + "AA"
+STRIPE = "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc"
+STRIPE_RK = "rk_live_" + "51Hx" * 6
+GHP = "ghp_" + "x1Y2" * 9
+GHO = "gho_" + "Z9y8" * 9
+GHU = "ghu_" + "a1B2" * 9
+GHS = "ghs_" + "C3d4" * 9
+GHR = "ghr_" + "e5F6" * 9
+GITHUB_PAT = "github_pat_11ABCDEFG0" + "a1b2c3d4e5f6" + "_" + "Gh7Ij8Kl9Mn0" * 5
+SLACK_B = "xoxb-123456789012-1234567890123-" + "AbCdEfGhIjKlMnOpQrStUvWx"
+SLACK_A = "xoxa-2-123456789012-123456789012-1234567890123-" + "0f1e2d3c" * 4
+SLACK_P = "xoxp-123456789012-123456789012-1234567890123-" + "9a8b7c6d" * 4
+SLACK_R = "xoxr-123456789012-" + "Rt5Yu6Io7Pa8" * 3
+SLACK_S = "xoxs-123456789012-123456789012-1234567890123-" + "1a2b3c4d" * 8
+GOOGLE = "AIza" + "SyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY"
+JWT = (
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"
+    ".eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ"
+    ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+)
+JWT_NONE = "eyJhbGciOiJub25lIn0.eyJ1c2VyIjoiYWRtaW4ifQ."
+PEM_BODY = "MIIEowIBAAKCAQEA0Z3VS5JJcds3xfn/ygWyF8PbnGy0AHB7MjC9ux3mBH0bX1F1\nk3o9Z2n8Qw=="
+PEM = f"-----BEGIN RSA PRIVATE KEY-----\n{PEM_BODY}\n-----END RSA PRIVATE KEY-----"
+PEM_OPENSSH = (
+    "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\n"
+    "-----END OPENSSH PRIVATE KEY-----"
+)
+PEM_PGP = (
+    "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nlQOYBF1Qk4cBCAC7\n=AbCd\n"
+    "-----END PGP PRIVATE KEY BLOCK-----"
+)
+BEARER = "0a1B2c3D4e5F6g7H8i9J" + "kLmNoPqRsT"
+BASIC = base64.b64encode(b"admin:Tr0ub4dor&3").decode()
+
+# -- the table: input -> expected output, and the counts per kind ---------------------------
+
+CASES: list[tuple[str, str, str, dict[str, int]]] = [
+    # (id, input, expected output, expected counts)
+    ("pem", f"key:\n{PEM}\ndone", f"key:\n{m('private-key')}\ndone", {"private-key": 1}),
+    ("pem-openssh", PEM_OPENSSH, m("private-key"), {"private-key": 1}),
+    ("pem-pgp", f"x {PEM_PGP} y", f"x {m('private-key')} y", {"private-key": 1}),
+    (
+        "pem-ec-escaped",
+        '{"k": "-----BEGIN EC PRIVATE KEY-----\\nMHcCAQEEIB\\n-----END EC PRIVATE KEY-----\\n"}',
+        '{"k": "' + m("private-key") + '\\n"}',
+        {"private-key": 1},
+    ),
+    (
+        "pem-truncated",
+        "id_rsa:\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5v",
+        "id_rsa:\n" + m("private-key"),
+        {"private-key": 1},
+    ),
+    ("jwt", f"cookie {JWT}; path=/", f"cookie {m('jwt')}; path=/", {"jwt": 1}),
+    ("jwt-unsigned", f"t={JWT_NONE} ok", f"t={m('jwt')} ok", {"jwt": 1}),
+    ("anthropic", f"key {ANTHROPIC} end", f"key {m('anthropic-key')} end", {"anthropic-key": 1}),
+    (
+        "anthropic-env",
+        f"ANTHROPIC_API_KEY={ANTHROPIC}",
+        f"ANTHROPIC_API_KEY={m('anthropic-key')}",
+        {"anthropic-key": 1},
+    ),
+    ("openai", f"using {OPENAI}.", f"using {m('openai-key')}.", {"openai-key": 1}),
+    ("openai-proj", f"'{OPENAI_PROJ}'", f"'{m('openai-key')}'", {"openai-key": 1}),
+    (
+        "openai-json",
+        f'{{"api_key": "{OPENAI_PROJ}"}}',
+        f'{{"api_key": "{m("openai-key")}"}}',
+        {"openai-key": 1},
+    ),
+    ("stripe", f"stripe {STRIPE}", f"stripe {m('stripe-key')}", {"stripe-key": 1}),
+    ("stripe-rk", f"{STRIPE_RK}\n", f"{m('stripe-key')}\n", {"stripe-key": 1}),
+    ("ghp", f"remote: {GHP}", f"remote: {m('github-token')}", {"github-token": 1}),
+    (
+        "github-others",
+        f"{GHO} {GHU} {GHS} {GHR}",
+        " ".join([m("github-token")] * 4),
+        {"github-token": 4},
+    ),
+    ("github-pat", f"({GITHUB_PAT})", f"({m('github-token')})", {"github-token": 1}),
+    (
+        "github-env",
+        f"GITHUB_TOKEN={GHP}",
+        f"GITHUB_TOKEN={m('github-token')}",
+        {"github-token": 1},
+    ),
+    (
+        "github-in-url",
+        f"https://x-access-token:{GHS}@github.com/o/r.git",
+        f"https://x-access-token:{m('github-token')}@github.com/o/r.git",
+        {"github-token": 1},
+    ),
+    ("slack-b", f"SLACK={SLACK_B}", f"SLACK={m('slack-token')}", {"slack-token": 1}),
+    (
+        "slack-others",
+        f"{SLACK_A}\n{SLACK_P}\n{SLACK_R}\n{SLACK_S}",
+        "\n".join([m("slack-token")] * 4),
+        {"slack-token": 4},
+    ),
+    ("google", f"?key={GOOGLE}&v=3", f"?key={m('google-api-key')}&v=3", {"google-api-key": 1}),
+    ("aws-id", f"id {AWS_ID} ok", f"id {m('aws-access-key')} ok", {"aws-access-key": 1}),
+    (
+        "aws-sts-id",
+        f'"AccessKeyId": "{AWS_STS_ID}"',
+        f'"AccessKeyId": "{m("aws-access-key")}"',
+        {"aws-access-key": 1},
+    ),
+    (
+        "aws-secret-ini",
+        f"aws_secret_access_key = {AWS_SECRET}\n",
+        f"aws_secret_access_key = {m('aws-secret-key')}\n",
+        {"aws-secret-key": 1},
+    ),
+    (
+        "aws-secret-env",
+        f"export AWS_SECRET_ACCESS_KEY={AWS_SECRET}",
+        f"export AWS_SECRET_ACCESS_KEY={m('aws-secret-key')}",
+        {"aws-secret-key": 1},
+    ),
+    (
+        "aws-secret-json",
+        f'"SecretAccessKey": "{AWS_SECRET}",',
+        f'"SecretAccessKey": "{m("aws-secret-key")}",',
+        {"aws-secret-key": 1},
+    ),
+    (
+        "aws-credentials-file",
+        f"[default]\naws_access_key_id = {AWS_ID}\naws_secret_access_key={AWS_SECRET}",
+        f"[default]\naws_access_key_id = {m('aws-access-key')}\n"
+        f"aws_secret_access_key={m('aws-secret-key')}",
+        {"aws-access-key": 1, "aws-secret-key": 1},
+    ),
+    (
+        "url-postgres",
+        "DATABASE_URL=postgres://app:s3cr3t-Pa55@db.internal:5432/app",
+        f"DATABASE_URL=postgres://app:{m('url-password')}@db.internal:5432/app",
+        {"url-password": 1},
+    ),
+    (
+        "url-https",
+        "clone https://alice:hunter2@git.example.com/repo.git now",
+        f"clone https://alice:{m('url-password')}@git.example.com/repo.git now",
+        {"url-password": 1},
+    ),
+    (
+        "url-no-user",
+        "redis://:p4ssw0rd@cache:6379/0",
+        f"redis://:{m('url-password')}@cache:6379/0",
+        {"url-password": 1},
+    ),
+    (
+        "url-at-in-password",
+        "mongodb+srv://admin:p@ss@cluster0.example.net/",
+        f"mongodb+srv://admin:{m('url-password')}@cluster0.example.net/",
+        {"url-password": 1},
+    ),
+    (
+        "bearer-header",
+        f"Authorization: Bearer {BEARER}",
+        f"Authorization: Bearer {m('bearer-token')}",
+        {"bearer-token": 1},
+    ),
+    (
+        "bearer-header-no-digit",
+        "authorization: bearer abcdefghijklmnopqrstuvwxyzABCDEF",
+        f"authorization: bearer {m('bearer-token')}",
+        {"bearer-token": 1},
+    ),
+    (
+        "bearer-curl",
+        f"curl -H 'Authorization: Bearer {BEARER}' https://api.example.com/v1",
+        f"curl -H 'Authorization: Bearer {m('bearer-token')}' https://api.example.com/v1",
+        {"bearer-token": 1},
+    ),
+    (
+        "bearer-json",
+        f'{{"Authorization": "Bearer {BEARER}"}}',
+        f'{{"Authorization": "Bearer {m("bearer-token")}"}}',
+        {"bearer-token": 1},
+    ),
+    (
+        "bearer-bare",
+        f"sent Bearer {BEARER} to the API",
+        f"sent Bearer {m('bearer-token')} to the API",
+        {"bearer-token": 1},
+    ),
+    (
+        "bearer-jwt",
+        f"Authorization: Bearer {JWT}",
+        f"Authorization: Bearer {m('jwt')}",
+        {"jwt": 1},
+    ),
+    (
+        "basic-auth",
+        f"Authorization: Basic {BASIC}",
+        f"Authorization: Basic {m('basic-auth')}",
+        {"basic-auth": 1},
+    ),
+    (
+        "password-eq",
+        "password=hunter2",
+        f"password={m('secret-assignment')}",
+        {"secret-assignment": 1},
+    ),
+    (
+        "password-colon",
+        "Password: hunter2\n",
+        f"Password: {m('secret-assignment')}\n",
+        {"secret-assignment": 1},
+    ),
+    (
+        "password-json",
+        '{"user": "bob", "password": "correct horse battery"}',
+        f'{{"user": "bob", "password": "{m("secret-assignment")}"}}',
+        {"secret-assignment": 1},
+    ),
+    (
+        "password-json-escaped",
+        '{"content": "cfg = {\\"password\\": \\"hunter2\\"}"}',
+        '{"content": "cfg = {\\"password\\": \\"' + m("secret-assignment") + '\\"}"}',
+        {"secret-assignment": 1},
+    ),
+    (
+        "password-escaped-newline",
+        '{"text": "password: hunter2\\nuser: bob"}',
+        f'{{"text": "password: {m("secret-assignment")}\\nuser: bob"}}',
+        {"secret-assignment": 1},
+    ),
+    (
+        "passwd-single-quotes",
+        "passwd = 'it''s'",
+        f"passwd = '{m('secret-assignment')}''s'",
+        {"secret-assignment": 1},
+    ),
+    ("pwd", "MYSQL_PWD=t0psecret", f"MYSQL_PWD={m('secret-assignment')}", {"secret-assignment": 1}),
+    (
+        "secret-yaml",
+        "client_secret: abc123XYZ\nother: 1",
+        f"client_secret: {m('secret-assignment')}\nother: 1",
+        {"secret-assignment": 1},
+    ),
+    (
+        "token-query",
+        "GET /hook?token=abc123&x=1",
+        f"GET /hook?token={m('secret-assignment')}&x=1",
+        {"secret-assignment": 1},
+    ),
+    (
+        "api-key-variants",
+        "api_key=k1 apikey: k2 API-KEY=k3 x-api-key: k4",
+        "api_key={0} apikey: {0} API-KEY={0} x-api-key: {0}".format(m("secret-assignment")),
+        {"secret-assignment": 4},
+    ),
+    (
+        "camel-case",
+        'accessToken: "t0k3n", dbPassword = "pw"',
+        'accessToken: "{0}", dbPassword = "{0}"'.format(m("secret-assignment")),
+        {"secret-assignment": 2},
+    ),
+    (
+        "annotated",
+        'password: str = "hunter2"',
+        f'password: str = "{m("secret-assignment")}"',
+        {"secret-assignment": 1},
+    ),
+    (
+        "subscript",
+        'os.environ["DB_PASSWORD"] = "hunter2"',
+        f'os.environ["DB_PASSWORD"] = "{m("secret-assignment")}"',
+        {"secret-assignment": 1},
+    ),
+    (
+        "ruby-arrow",
+        "{'password' => 'hunter2'}",
+        f"{{'password' => '{m('secret-assignment')}'}}",
+        {"secret-assignment": 1},
+    ),
+    (
+        "markdown",
+        "**Password:** hunter2 and `token`: `abc123`",
+        "**Password:** {0} and `token`: `{0}`".format(m("secret-assignment")),
+        {"secret-assignment": 2},
+    ),
+    (
+        "cli-flag",
+        "mysql --password=hunter2 -u root",
+        f"mysql --password={m('secret-assignment')} -u root",
+        {"secret-assignment": 1},
+    ),
+    (
+        # regression: a bare "BEARER word" that is not a token must not hide the header after it
+        "bearer-after-prose",
+        "BEARER Authorization: Bearer AAAAAAAA",
+        f"BEARER Authorization: Bearer {m('bearer-token')}",
+        {"bearer-token": 1},
+    ),
+    (
+        # regression: a PWD path left alone must not hide a password inside it
+        "pwd-path-then-password",
+        "PWD=/srv/app?password=hunter2",
+        f"PWD=/srv/app?password={m('secret-assignment')}",
+        {"secret-assignment": 1},
+    ),
+    (
+        "bearer-escaped-json",
+        f'{{\\"Authorization\\": \\"Bearer {BEARER}\\"}}',
+        f'{{\\"Authorization\\": \\"Bearer {m("bearer-token")}\\"}}',
+        {"bearer-token": 1},
+    ),
+    (
+        # U+0130 lowercases to two characters: offsets must still line up
+        "unicode-before-key",
+        "\u0130stanbul \u0130\u0130 PASSWORD=hunter2 \u212a",
+        f"\u0130stanbul \u0130\u0130 PASSWORD={m('secret-assignment')} \u212a",
+        {"secret-assignment": 1},
+    ),
+    (
+        # regression: a quoted "value" followed by a separator is the next key, not a value
+        "value-that-is-a-key-quoted",
+        f'PASSWORD= "SecretAccessKey": "{AWS_SECRET}"',
+        f'PASSWORD= "SecretAccessKey": "{m("aws-secret-key")}"',
+        {"aws-secret-key": 1},
+    ),
+    (
+        "value-that-is-a-key-yaml",
+        "password: token: abc123",
+        f"password: token: {m('secret-assignment')}",
+        {"secret-assignment": 1},
+    ),
+    (
+        # regression: ... but a plain value followed by a separator is still a value
+        "value-then-separator",
+        f"aws_secret_access_key={AWS_SECRET} =",
+        f"aws_secret_access_key={m('aws-secret-key')} =",
+        {"aws-secret-key": 1},
+    ),
+    (
+        # regression: the credentials run to a delimiter, no half secret is left behind
+        "bearer-to-delimiter",
+        "Authorization: Bearer password=hunter2, next",
+        f"Authorization: Bearer {m('bearer-token')}, next",
+        {"bearer-token": 1},
+    ),
+    (
+        "mixed",
+        f"{AWS_ID} {GHP} password=x Bearer {BEARER} {AWS_ID}",
+        f"{m('aws-access-key')} {m('github-token')} password={m('secret-assignment')} "
+        f"Bearer {m('bearer-token')} {m('aws-access-key')}",
+        {"aws-access-key": 2, "github-token": 1, "secret-assignment": 1, "bearer-token": 1},
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "expected", "counts"), [c[1:] for c in CASES],
+                         ids=[c[0] for c in CASES])
+def test_table(text: str, expected: str, counts: dict[str, int]) -> None:
+    assert redact_counts(text) == (expected, counts)
+    assert redact(text) == (expected, sum(counts.values()))
+
+
+@pytest.mark.parametrize(("text", "expected"), [c[1:3] for c in CASES], ids=[c[0] for c in CASES])
+def test_table_is_idempotent(text: str, expected: str) -> None:
+    assert redact(expected) == (expected, 0)
+
+
+def test_table_covers_every_kind() -> None:
+    seen = {kind for *_, counts in CASES for kind in counts}
+    assert seen == set(REDACTION_KINDS)
+
+
+def test_anthropic_wins_over_openai() -> None:
+    assert redact_counts(ANTHROPIC) == (m("anthropic-key"), {"anthropic-key": 1})
+    assert redact_counts("sk-ant-" + "a1B2c3" * 5)[1] == {"anthropic-key": 1}
+
+
+def test_specific_kind_wins_over_its_context() -> None:
+    # The shape decides the kind; the context is kept.
+    assert redact(f"token={AWS_ID}") == (f"token={m('aws-access-key')}", 1)
+    assert redact(f"Bearer {OPENAI}") == (f"Bearer {m('openai-key')}", 1)
+    assert redact(f'"password": "{SLACK_B}"') == (f'"password": "{m("slack-token")}"', 1)
+
+
+def test_kinds_are_documented() -> None:
+    import ledger.redact as module
+
+    assert isinstance(REDACTION_KINDS, tuple)
+    assert len(set(REDACTION_KINDS)) == len(REDACTION_KINDS)
+    for kind in REDACTION_KINDS:
+        assert kind == kind.lower() and " " not in kind
+        assert f"``{kind}``" in (module.__doc__ or "")
+
+
+# -- the corpus: one real-shaped fake secret per line ---------------------------------------
+
+
+def _corpus() -> list[tuple[str, str, str]]:
+    lines = (FIXTURES / "secrets.txt").read_text().splitlines()
+    expected = (FIXTURES / "expected_kinds.txt").read_text().splitlines()
+    assert len(lines) == len(expected)
+    rows = []
+    for line, row in zip(lines, expected, strict=True):
+        kind, secret = row.split("\t")
+        rows.append((line, kind, secret))
+    return rows
+
+
+CORPUS = _corpus()
+
+
+def test_corpus_covers_every_kind() -> None:
+    assert {kind for _, kind, _ in CORPUS} == set(REDACTION_KINDS)
+
+
+@pytest.mark.parametrize(("line", "kind", "secret"), CORPUS,
+                         ids=[f"{i + 1}-{k}" for i, (_, k, _) in enumerate(CORPUS)])
+def test_corpus_line_is_redacted(line: str, kind: str, secret: str) -> None:
+    out, counts = redact_counts(line)
+    assert secret not in out
+    assert counts == {kind: 1}
+    assert m(kind) in out
+    assert redact(out) == (out, 0)
+
+
+def test_corpus_as_one_text() -> None:
+    # A key block with no END line runs to the end of the text, so it goes last.
+    rows = sorted(CORPUS, key=lambda r: "BEGIN" in r[0] and "-----END" not in r[0])
+    text = "\n".join(line for line, _, _ in rows)
+    out, counts = redact_counts(text)
+    for _, _, secret in CORPUS:
+        assert secret not in out
+    expected: dict[str, int] = {}
+    for _, kind, _ in CORPUS:
+        expected[kind] = expected.get(kind, 0) + 1
+    assert counts == expected
+    assert out.count("\n") == text.count("\n")
+
+
+# -- negatives: ordinary text is left alone --------------------------------------------------
+
+NEGATIVES = [
+    "Finished the task; the skeleton is ready.",
+    "sk-",
+    "sk- alone, and sk-learn, and task-runner-for-the-big-build",
+    "sk-this-is-not-a-real-key-at-all",  # lowercase words after sk- are not a key
+    "risk-assessment desk-lamp whisk-x",
+    "password=",
+    "password= ",
+    'password=""',
+    "password: ''",
+    "Enter your password:\n",
+    "Password reset link sent; tokens are rotated daily.",
+    "secrets: inherit",
+    "password_hash is stored, passwordless login",
+    "max_tokens=4096",
+    '"usage": {"input_tokens": 12, "output_tokens": 345, "cache_read_input_tokens": 0}',
+    "token: null",
+    "secret: false",
+    '"password": null, "token": true',
+    "password: str",
+    "def login(user: str, password: str, token: Optional[str] = None) -> bool:",
+    "password: Optional[str] = None",
+    "if password == stored and token != old:",
+    "api_key=api_key, token=token, password=password",
+    'api_key = os.environ["OPENAI_API_KEY"]',
+    'password = os.getenv("DB_PASSWORD", "")',
+    "password = get_password()",
+    "password=${DB_PASSWORD}",
+    "token: ${{ secrets.GITHUB_TOKEN }}",
+    "password=%s",
+    "password={password}",
+    "password=<your password here>",
+    "PWD=/work/main",
+    "OLDPWD=/home/user",
+    "Bearer tokens are described in RFC 6750.",
+    "Authorization: Bearer $TOKEN",
+    "Authorization: Bearer <token>",
+    "HTTP Bearer Authentication",
+    "https://example.com/path?q=1&page=2#frag",
+    "http://localhost:8080/api/v1/items",
+    "see https://docs.python.org/3/library/re.html for details",
+    "git@github.com:org/repo.git",
+    "ssh://git@host.example.com/repo",
+    "mailto:user@example.com",
+    "contact alice@example.com",
+    "0123456789abcdef",
+    "da39a3ee5e6b4b0d3255bfef95601890afd80709",
+    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+    '"observation_hash": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"',
+    "commit 4b825dc642cb6eb9a060e54bf8d69288fbad4904",
+    "AKIA123",  # too short
+    "AKIAIOSFODNN7EXAMPLEXYZ",  # too long: not an access key id
+    "Asia/Tokyo",
+    "eyJhbGciOiJIUzI1NiJ9",  # one segment is not a JWT
+    "ghp_short",
+    "xoxb-",
+    "AIza",
+    "sk_live_",
+    "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE\n-----END PUBLIC KEY-----",
+    "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIU\n-----END CERTIFICATE-----",
+    "[REDACTED:github-token]: see above",
+    "",
+]
+
+
+@pytest.mark.parametrize("text", NEGATIVES)
+def test_negative_is_unchanged(text: str) -> None:
+    assert redact(text) == (text, 0)
+    assert redact_counts(text) == (text, {})
+
+
+def test_fast_path_returns_the_same_object() -> None:
+    text = "An ordinary line with no trigger at all, 0123456789abcdef, https-less."
+    assert redact(text)[0] is text
+
+
+def test_counts_are_per_kind_and_sum_to_redact() -> None:
+    text = "\n".join([AWS_ID, AWS_ID, GHP, f"password={AWS_SECRET}", JWT, f"Bearer {BEARER}"])
+    out, counts = redact_counts(text)
+    assert counts == {
+        "aws-access-key": 2,
+        "github-token": 1,
+        "secret-assignment": 1,
+        "jwt": 1,
+        "bearer-token": 1,
+    }
+    assert redact(text) == (out, 6)
+    assert set(counts) <= set(REDACTION_KINDS)
+
+
+def test_newlines_and_surroundings_are_preserved() -> None:
+    text = f"line one\n  key {AWS_ID}\r\nline three\n"
+    assert redact(text) == (f"line one\n  key {m('aws-access-key')}\r\nline three\n", 1)
+
+
+# -- properties ------------------------------------------------------------------------------
+
+B62 = string.ascii_letters + string.digits
+URLSAFE = B62 + "-_"
+B64 = B62 + "+/"
+B32 = string.ascii_uppercase + "234567"
+PASSWORD_CHARS = B62 + "!@#%^*+~-_."
+
+
+def _text(alphabet: str, min_size: int, max_size: int | None = None) -> st.SearchStrategy[str]:
+    return st.text(alphabet=alphabet, min_size=min_size, max_size=max_size or min_size)
+
+
+def _password() -> st.SearchStrategy[str]:
+    return st.builds(str.__add__, _text(B62, 1), _text(PASSWORD_CHARS, 11, 40))
+
+
+def _bare(kind: str, secret: st.SearchStrategy[str]) -> st.SearchStrategy[tuple[str, str, str]]:
+    """A secret that is all of its text."""
+    return secret.map(lambda s: (s, s, kind))
+
+
+def _joined(*parts: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    return st.tuples(*parts).map("".join)
+
+
+def _one(*options: str) -> st.SearchStrategy[str]:
+    return st.sampled_from(options)
+
+
+# Each strategy gives (text holding a secret, the secret that must vanish, its kind).
+_PEM_LABELS = ("RSA PRIVATE KEY", "PRIVATE KEY", "EC PRIVATE KEY", "OPENSSH PRIVATE KEY")
+SECRETS = st.one_of(
+    st.builds(
+        lambda label, body, end: (
+            f"-----BEGIN {label}-----\n{body}" + (f"\n-----END {label}-----" if end else ""),
+            body,
+            "private-key",
+        ),
+        st.sampled_from(_PEM_LABELS),
+        _text(B64 + "\n", 16, 200),
+        st.booleans(),
+    ),
+    _bare(
+        "jwt",
+        _joined(st.just("eyJ"), _text(URLSAFE, 4, 60), st.just(".eyJ"), _text(URLSAFE, 4, 200),
+                st.just("."), _text(URLSAFE, 0, 90)),
+    ),
+    _bare("anthropic-key", _joined(st.just("sk-ant-api03-"), _text(URLSAFE, 20, 100))),
+    _bare(
+        "openai-key",
+        _joined(_one("sk-", "sk-proj-", "sk-svcacct-"), _text(string.digits + "ABC", 1),
+                _text(URLSAFE, 19, 160)),
+    ),
+    _bare("stripe-key", _joined(_one("sk_live_", "rk_live_"), _text(B62, 24, 99))),
+    _bare("github-token", _joined(_one("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), _text(B62, 36))),
+    _bare("github-token", _joined(st.just("github_pat_"), _text(B62 + "_", 82))),
+    _bare(
+        "slack-token",
+        _joined(_one("xoxa-", "xoxb-", "xoxp-", "xoxr-", "xoxs-"),
+                st.integers(10**11, 10**13).map(str), st.just("-"), _text(B62 + "-", 10, 60)),
+    ),
+    _bare("google-api-key", _joined(st.just("AIza"), _text(URLSAFE, 35))),
+    _bare("aws-access-key", _joined(_one("AKIA", "ASIA"), _text(B32, 16))),
+    st.builds(
+        lambda fmt, s: (fmt.format(s), s, "aws-secret-key"),
+        _one("aws_secret_access_key={}", '"SecretAccessKey": "{}"'),
+        _text(B64, 40),
+    ),
+    st.builds(
+        lambda scheme, user, pw: (f"{scheme}://{user}:{pw}@db.example.com/x", pw, "url-password"),
+        _one("https", "postgres", "redis"),
+        _text(B62, 0, 12),
+        _text(B62 + "!$%^*~-_.+=@", 8, 40),
+    ),
+    st.builds(
+        lambda fmt, tok: (fmt.format(tok), tok, "bearer-token"),
+        _one("Authorization: Bearer {}", '"authorization": "bearer {}"'),
+        _text(URLSAFE + "._~+/", 8, 120),
+    ),
+    st.builds(
+        lambda fmt, key, pw: (fmt.format(key, pw), pw, "secret-assignment"),
+        _one("{}={}", "{}: {}", '"{}": "{}"', "{} = '{}'", "--{}={}"),
+        _one("password", "PASSWD", "db_pwd", "client_secret", "token", "api_key", "apiKey",
+             "x-api-key", "SECRET_KEY", "accessToken"),
+        _password(),
+    ),
+)
+
+def _is_distinct(secret: str, text: str) -> bool:
+    """The secret occurs once in its text and is no part of a marker."""
+    return text.count(secret) == 1 and not any(secret in m(k) for k in REDACTION_KINDS)
+
+
+SEPARATORS = st.sampled_from([" ", "\n", "\t", " | ", "\n\n"])
+
+
+@settings(max_examples=500, suppress_health_check=[HealthCheck.too_slow])
+@given(prefix=st.text(max_size=80), sep1=SEPARATORS, case=SECRETS, sep2=SEPARATORS,
+       suffix=st.text(max_size=80))
+def test_embedded_secret_never_survives(
+    prefix: str, sep1: str, case: tuple[str, str, str], sep2: str, suffix: str
+) -> None:
+    secret_text, secret, kind = case
+    assume(_is_distinct(secret, secret_text))
+    assume(secret not in prefix and secret not in suffix)
+    text = prefix + sep1 + secret_text + sep2 + suffix
+    out, counts = redact_counts(text)
+    assert secret not in out
+    assert sum(counts.values()) >= 1
+    again, n = redact(out)
+    assert (again, n) == (out, 0)
+
+
+@settings(max_examples=200)
+@given(case=SECRETS)
+def test_secret_alone_has_its_kind(case: tuple[str, str, str]) -> None:
+    secret_text, secret, kind = case
+    assume(_is_distinct(secret, secret_text))
+    out, counts = redact_counts(secret_text)
+    assert counts == {kind: 1}
+    assert secret not in out
+
+
+# Fragments chosen to collide: keys, separators, quotes, markers, token prefixes.
+FRAGMENTS = [
+    "password", "token", "secret", "api_key", "pwd", "PWD", "Bearer", "bearer", "Basic",
+    "Authorization", "=", ":", ": ", "==", "=>", '"', "'", "`", "\\", "\\\"", "[", "]", "(",
+    ")", "{", "}", "$", "@", "/", "//", "https://", "://", "user:", "**", " ", "\n", "\t",
+    ",", ";", "&", ".", "-", "_", "sk-", "ant-", "proj-", "sk_live_", "ghp_", "xoxb-", "AIza",
+    "AKIA", "ASIA", "eyJ", "eyJhbGciOiJIUzI1NiJ9", "None", "str", "null", "[REDACTED:",
+    "[REDACTED:jwt]", "[REDACTED:secret-assignment]", "-----BEGIN PRIVATE KEY-----",
+    "-----END PRIVATE KEY-----", "abc123", "A1B2C3D4E5F6G7H8", "0123456789abcdef",
+    AWS_ID, GHP, JWT, OPENAI, ANTHROPIC, BEARER, "hunter2", "\u0130", "\u212a", "\u017f",
+]
+MIXED_TEXT = st.lists(
+    st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=4)), max_size=30
+).map("".join)
+
+
+@settings(max_examples=1000, suppress_health_check=[HealthCheck.too_slow])
+@given(text=st.one_of(st.text(), MIXED_TEXT))
+def test_idempotent_and_never_raises(text: str) -> None:
+    out, counts = redact_counts(text)
+    assert isinstance(out, str)
+    assert all(kind in REDACTION_KINDS and n > 0 for kind, n in counts.items())
+    assert redact(text) == (out, sum(counts.values()))
+    assert redact(out) == (out, 0)
+    if not counts:
+        assert out == text
