@@ -172,16 +172,19 @@ class Fold:
             session.meters = sorted(carried.union(session.meters), key=METERS.index)
         machine = self._machines[families_for(session.dialect)]
         reason = machine.advance(state, event)
+        if reason is not None:  # the detail may quote the vendor stop string
+            state.stop_detail = self.clean(session, state.stop_detail)
         if event.ts:
             session.started_at = session.started_at or event.ts
             session.ended_at = event.ts
         detail = self.clean(session, event.detail)
         vendor = self.clean(session, event.vendor_stop)
+        tool = self.clean(session, event.tool, 200)
         recorded = event.outcome or _reason_value(classify(event.vendor_stop, self.vendor_map))
         if recorded is not None and recorded != CONTINUE:
             session.recorded_stop = recorded
             session.vendor_stop = vendor
-        incidents = self._track_runs(session, event, detail, reason)
+        incidents = self._track_runs(session, event, tool, detail, reason)
         if recorded == StopReason.UNKNOWN_VENDOR.value:
             incidents.append(_incident(session, UNKNOWN_VENDOR, Run(
                 vendor or "", state.events, state.events, 1, detail, event.ts, event.ts,
@@ -192,7 +195,7 @@ class Fold:
             "session_id": session.session_id,
             "idx": state.events,
             "action": event.action,
-            "tool": self.clean(session, event.tool, 200),
+            "tool": tool,
             "detail": detail,
             "tool_calls": event.tool_calls,
             "output_tokens": event.output_tokens,
@@ -217,13 +220,18 @@ class Fold:
         return row, incidents
 
     def _track_runs(
-        self, session: Session, event: Event, detail: str | None, reason: StopReason | None
+        self,
+        session: Session,
+        event: Event,
+        tool: str | None,
+        detail: str | None,
+        reason: StopReason | None,
     ) -> list[dict[str, Any]]:
         closed: list[dict[str, Any]] = []
         idx = session.state.events
         # Retry storms: consecutive retry events of the same tool or intent.
         if event.action == "retry":
-            key = event.tool or detail or ""
+            key = tool or detail or ""  # redacted, as stored
             run = session.retry
             if run is not None and run.key == key and run.end == idx - 1:
                 run.end, run.length, run.ended_at = idx, run.length + 1, event.ts
