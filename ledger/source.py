@@ -7,6 +7,7 @@ carry on later as if it had never stopped.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -24,6 +25,9 @@ from .dialects import (
 from .fold import Fold, Session
 
 RAW_MAX = 500
+REASON_MAX = 300
+RAW_WINDOW = RAW_MAX * 4  # bytes of a record looked at (and redacted) for its raw text
+_CUT_TOKEN = re.compile(r"[A-Za-z0-9_\-+/=.~:@%]+\Z")
 BOM = b"\xef\xbb\xbf"
 
 #: Given a native session id, the source that already owns it (None if nobody does).
@@ -79,7 +83,7 @@ class SourceFold:
         """One complete line (without its newline) starting at byte ``offset``."""
         self.cursor.line += 1
         line = self.cursor.line
-        if line == 1 and raw.startswith(BOM):
+        if raw.startswith(BOM):  # at the start of a file, or of one concatenated after it
             raw = raw[len(BOM):]
         raw = raw.rstrip(b"\r")
         if not raw.strip():
@@ -94,10 +98,16 @@ class SourceFold:
         self._step(session, record, line, offset)
 
     def error(self, line: int | None, offset: int | None, reason: str, raw: bytes) -> None:
-        text = raw[: RAW_MAX * 4].decode("utf-8", "replace")
+        """Put a record aside. Its reason may quote the record, so both are redacted."""
+        text = raw[:RAW_WINDOW].decode("utf-8", "replace").replace("\x00", "\ufffd")
+        if len(raw) > RAW_WINDOW:
+            text = _CUT_TOKEN.sub("", text)  # a secret cut in two would not be recognised
         text, _ = self.fold.redact(text)
         if len(text) > RAW_MAX:
             text = text[: RAW_MAX - 1] + "…"
+        reason, _ = self.fold.redact(reason)  # redacted whole, then cut: no half secrets
+        if len(reason) > REASON_MAX:
+            reason = reason[: REASON_MAX - 1] + "…"
         self.out.errors.append(
             {
                 "source_id": self.source_id,
