@@ -322,6 +322,7 @@ class Ingester:
             fold.error(1, 0, info.problem or "cannot tell the dialect", f.read(2048))
             source["offset"] = info.size
             source["check_hash"] = tail_hash(f, info.size)
+            source["size"], source["mtime"] = info.size, info.mtime
             self._commit(conn, fold, source)
         self.progress(info.size)
 

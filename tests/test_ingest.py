@@ -7,12 +7,14 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ledger.budget import Budget
 from ledger.files import LedgerPathError
 from ledger.ingest import Options, ingest
 from ledger.reasons import StopReason
-from tests.helpers import dump, rows
+from tests.helpers import SAMPLES, dump, rows, scratch_dir
 
 EXPECTED_SAMPLE_STOPS = {
     # session: (task_class, dialect, stop_reason, stop_at, recorded_stop)
@@ -175,6 +177,96 @@ def test_incremental_equals_one_shot(samples: Path, tmp_path: Path) -> None:
                 row["state"] = json.loads(row["state"])
                 row["state"].pop("source_path")
     assert a == b
+
+
+def _line(value: object) -> bytes:
+    return value if isinstance(value, bytes) else json.dumps(value).encode()
+
+
+#: Native lines that exercise what must carry across a cut: interleaved sessions, repeated
+#: observations and retries (open incidents), stops and events after them, vendor stops,
+#: redactions, timestamps, and lines put aside, blank lines and CRLF endings.
+NATIVE_LINES = [_line(v) for v in [
+    {"session": "a", "type": "start", "task_class": "fix", "ts": "2027-01-01T00:00:00Z"},
+    {"session": "b", "type": "start", "detail": "token=9f8e7d6c5b4aZZ3f2e"},
+    {"session": "a", "type": "round", "tool_calls": 2, "output_tokens": 300,
+     "observation": "1 failed", "tool_error": True, "ts": "2027-01-01T00:00:09Z"},
+    {"session": "b", "type": "round", "tool_calls": [{"name": "x"}], "observation": "same"},
+    {"session": "a", "type": "action", "action": "retry", "tool": "run_tests"},
+    {"session": "b", "type": "action", "action": "write", "detail": "src/a.py"},
+    {"session": "c", "type": "round", "vendor_stop": "mystery_stop", "output_tokens": 5},
+    {"session": "a", "type": "end", "outcome": "user_cancel"},
+    {"session": "b", "type": "action", "action": "unknown-verb"},
+    [1, 2, 3],
+]] + [b'{"session": "a", "type": "round", "output_tok', b"", b"   ", b"\r"]
+
+GATE_LINES = [_line(v) for v in [
+    {"step": 1, "action": "think", "detail": "plan", "writes": 0, "elapsed_s": 0.0},
+    {"step": 2, "action": "read", "detail": "tool:read", "writes": 0, "elapsed_s": 1.5},
+    {"step": 3, "action": "write", "detail": "tool:write", "writes": 1, "elapsed_s": 20.0},
+    {"step": 4, "action": "retry", "detail": "tool:read", "writes": 1, "elapsed_s": 30.5},
+    {"step": "three", "action": "read"},
+]] + [b""]
+
+
+def assert_incremental_equals_one_shot(data: bytes, cuts: list[int], name: str) -> None:
+    """Ingest ``data`` whole, then the same file grown by appends cut at ``cuts`` and
+    ingested after each append: both databases must hold the same rows."""
+    with scratch_dir() as tmp:
+        ledger = Path(tmp) / "runs" / name
+        ledger.parent.mkdir()
+        ledger.write_bytes(data)
+        ingest(Path(tmp) / "whole.db", [ledger])
+        ledger.write_bytes(b"")
+        done = 0
+        for cut in [*sorted(set(cuts)), len(data)]:
+            with ledger.open("ab") as f:
+                f.write(data[done:cut])
+            done = cut
+            ingest(Path(tmp) / "pieces.db", [ledger])
+        assert dump(Path(tmp) / "pieces.db") == dump(Path(tmp) / "whole.db")
+
+
+@st.composite
+def ledger_and_cuts(draw: st.DrawFn, vocabulary: list[bytes]) -> tuple[bytes, list[int]]:
+    lines = draw(st.lists(st.sampled_from(vocabulary), min_size=1, max_size=40))
+    bom = draw(st.sampled_from([b"", b"\xef\xbb\xbf"]))
+    data = bom + b"\n".join(lines) + b"\n"
+    cuts = draw(st.lists(st.integers(0, len(data)), max_size=6))
+    return data, cuts
+
+
+@settings(max_examples=60, deadline=None)
+@given(ledger_and_cuts(NATIVE_LINES))
+def test_native_ledger_cut_anywhere_ingests_as_one_shot(case: tuple[bytes, list[int]]) -> None:
+    assert_incremental_equals_one_shot(*case, "native.jsonl")
+
+
+@settings(max_examples=40, deadline=None)
+@given(ledger_and_cuts(GATE_LINES))
+def test_gate_ledger_cut_anywhere_ingests_as_one_shot(case: tuple[bytes, list[int]]) -> None:
+    assert_incremental_equals_one_shot(*case, "gate.jsonl")
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.data())
+def test_trace_written_in_pieces_waits_for_the_whole_document(data: st.DataObject) -> None:
+    """A trace is one document: read once complete, never put aside half-written."""
+    doc = (SAMPLES / "refactor" / "port-orm-queries.json").read_bytes()
+    complete = len(doc.rstrip())  # the document is whole from here on
+    cuts = sorted(data.draw(st.lists(st.integers(1, complete - 1), max_size=8)))
+    with scratch_dir() as tmp:
+        ledger = Path(tmp) / "refactor" / "trace.json"
+        ledger.parent.mkdir()
+        for cut in cuts:
+            ledger.write_bytes(doc[:cut])
+            summary = ingest(Path(tmp) / "pieces.db", [ledger])
+            assert (summary.errors, summary.steps, summary.notices) == (0, 0, [])
+            assert summary.waiting == [str(ledger)]
+        ledger.write_bytes(doc)
+        ingest(Path(tmp) / "pieces.db", [ledger])
+        ingest(Path(tmp) / "whole.db", [ledger])
+        assert dump(Path(tmp) / "pieces.db") == dump(Path(tmp) / "whole.db")
 
 
 def test_partial_last_line_is_not_consumed(tmp_path: Path, db_path: Path) -> None:
