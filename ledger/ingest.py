@@ -161,7 +161,7 @@ class Ingester:
     def _claim(self, conn: Any, info: FileInfo) -> dict[str, Any] | None:
         """The ``sources`` row to continue from (new, resumed or reset), or None if unchanged."""
         digest = self.options.fold_digest
-        known = store.all_sources(conn)
+        known = store.sources_for(conn, str(info.path), info.fingerprint or "")
         here = [s for s in known if s["path"] == str(info.path)]
         same = [s for s in here if s["fingerprint"] == info.fingerprint]
         if not same:
@@ -194,8 +194,9 @@ class Ingester:
             source["path"] = str(info.path)
             self.summary.updated_files += 1
             return source
-        taken = {s["source_id"] for s in known}
-        return self._new_source(conn, info, _unique_id(info.fingerprint or "", taken), digest)
+        base = (info.fingerprint or "")[:12]
+        source_id = _unique_id(base, store.source_ids_from(conn, base))
+        return self._new_source(conn, info, source_id, digest)
 
     def _reset_reason(self, source: dict[str, Any], info: FileInfo, digest: str) -> str | None:
         if source["fold_digest"] != digest:
@@ -330,6 +331,7 @@ class Ingester:
         out, touched = fold.take()
         source["cursor"] = json.dumps(fold.cursor.to_dict())
         source["lines"] = fold.cursor.line
+        self.summary.blank_lines += fold.cursor.blank_lines - (source["blank_lines"] or 0)
         source["blank_lines"] = fold.cursor.blank_lines
         source["ingested_at"] = store.now()
         store.write_batch(
@@ -391,8 +393,7 @@ def _continues(source: dict[str, Any], info: FileInfo) -> bool:
         return False
 
 
-def _unique_id(fingerprint: str, taken: set[str]) -> str:
-    base = fingerprint[:12]
+def _unique_id(base: str, taken: set[str]) -> str:
     candidate, n = base, 1
     while candidate in taken:
         n += 1

@@ -135,8 +135,17 @@ def _write_stop_reasons(db: sqlite_utils.Database) -> None:
     )
 
 
+def _m002_sources_lookup(db: sqlite_utils.Database) -> None:
+    """Ingest looks sources up by path and by fingerprint for every file, every pass."""
+    db["sources"].create_index(["path"])
+    db["sources"].create_index(["fingerprint"])
+
+
 #: Ordered and append-only: never edit a migration that has shipped, add a new one.
-MIGRATIONS: Sequence[tuple[str, Migration]] = (("001_initial", _m001_initial),)
+MIGRATIONS: Sequence[tuple[str, Migration]] = (
+    ("001_initial", _m001_initial),
+    ("002_sources_lookup", _m002_sources_lookup),
+)
 
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -238,10 +247,22 @@ def source_row(conn: sqlite3.Connection, source_id: str) -> dict[str, Any] | Non
     return dict(zip([d[0] for d in cursor.description], row, strict=True))
 
 
-def all_sources(conn: sqlite3.Connection) -> list[dict[str, Any]]:
-    cursor = conn.execute("SELECT * FROM sources")
+def sources_for(conn: sqlite3.Connection, path: str, fingerprint: str) -> list[dict[str, Any]]:
+    """The sources a file at ``path`` with ``fingerprint`` can be: there before, or moved."""
+    cursor = conn.execute(
+        "SELECT * FROM sources WHERE path = ? OR fingerprint = ?", (path, fingerprint)
+    )
     names = [d[0] for d in cursor.description]
     return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+def source_ids_from(conn: sqlite3.Connection, base: str) -> set[str]:
+    """The source ids taken among ``base`` and ``base-N``."""
+    rows = conn.execute(
+        "SELECT source_id FROM sources WHERE source_id = ? OR source_id LIKE ?",
+        (base, base + "-%"),
+    )
+    return {source_id for (source_id,) in rows}
 
 
 def load_states(conn: sqlite3.Connection, source_id: str) -> list[dict[str, Any]]:
