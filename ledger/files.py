@@ -86,6 +86,9 @@ def sniff(path: Path, max_line: int = DEFAULT_MAX_LINE, forced: str | None = Non
     with path.open("rb") as f:
         first = f.readline(max_line + 1)
         complete = first.endswith(b"\n")
+        if not complete and not forced and b"\x00" in first:
+            # No newline yet, and a NUL: a compressed or other binary file, not a line.
+            return FileInfo(path, stat.st_size, stat.st_mtime, None, sha(first), BINARY)
         if forced == TRACE or (not complete and len(first) <= max_line and first.strip()):
             # A trace is one document, whatever its lines. A single record with no newline
             # is a whole-document trace, or a line still being written.
@@ -166,10 +169,13 @@ def _sniff_document(
 
 def _unfinished(data: bytes) -> bool:
     """Whether a document that does not parse is merely cut short (its writer is not done):
-    one line that does not end its object yet, or JSON that runs out of text mid-value."""
+    a first line without its newline yet, or JSON over several lines that runs out of text
+    mid-value. One complete line that does not parse is a bad record, not a document."""
     body = data.removeprefix(BOM).rstrip()
-    if b"\n" not in body and not body.endswith(b"}"):
+    if b"\n" not in data or not body:
         return True
+    if b"\n" not in body and body not in (b"{", b"["):
+        return False
     try:
         json.loads(body.decode("utf-8"))
     except UnicodeDecodeError as exc:

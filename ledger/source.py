@@ -100,14 +100,11 @@ class SourceFold:
     def error(self, line: int | None, offset: int | None, reason: str, raw: bytes) -> None:
         """Put a record aside. Its reason may quote the record, so both are redacted."""
         text = raw[:RAW_WINDOW].decode("utf-8", "replace").replace("\x00", "\ufffd")
-        if len(raw) > RAW_WINDOW:
-            text = _CUT_TOKEN.sub("", text)  # a secret cut in two would not be recognised
-        text, _ = self.fold.redact(text)
-        if len(text) > RAW_MAX:
-            text = text[: RAW_MAX - 1] + "…"
-        reason, _ = self.fold.redact(reason)  # redacted whole, then cut: no half secrets
-        if len(reason) > REASON_MAX:
-            reason = reason[: REASON_MAX - 1] + "…"
+        cut = len(raw) > RAW_WINDOW
+        if cut:  # a secret cut in two would not be recognised: drop the cut token
+            text = _CUT_TOKEN.sub("", text)
+        text = _shorten(self.fold.redact(text)[0], RAW_MAX, cut)
+        reason = _shorten(self.fold.redact(reason)[0], REASON_MAX)  # redacted whole, then cut
         self.out.errors.append(
             {
                 "source_id": self.source_id,
@@ -198,6 +195,13 @@ class SourceFold:
         for session in touched:
             out.incidents.extend(session.open_incidents())
         return out, touched
+
+
+def _shorten(text: str, limit: int, cut: bool = False) -> str:
+    """``text`` in at most ``limit`` characters, ending in an ellipsis if anything is lost."""
+    if cut or len(text) > limit:
+        return text[: limit - 1] + "…"
+    return text
 
 
 def _error_line(reason: str) -> int | None:
