@@ -28,7 +28,9 @@ from .redact import redact
 from .source import Cursor, SourceFold
 from .vendors import DEFAULT_VENDOR_MAP
 
-FOLD_VERSION = "1"
+#: Bumped when the same file would give other rows: every source is then folded again.
+#: 2: the retry-storm key and the stop detail are redacted (rows of 1 may hold secrets).
+FOLD_VERSION = "2"
 DEFAULT_BATCH = 20_000
 DEFAULT_INTERVAL = 1.0  # seconds between two passes of --follow
 
@@ -200,7 +202,8 @@ class Ingester:
 
     def _reset_reason(self, source: dict[str, Any], info: FileInfo, digest: str) -> str | None:
         if source["fold_digest"] != digest:
-            return "budget or vendor map changed since the last ingest"
+            return ("budget or vendor map changed since the last ingest "
+                    "(or a newer agent-ledger folds differently)")
         if info.size < source["offset"]:
             return f"truncated (now {info.size} bytes, {source['offset']} were read)"
         if source["dialect"] != info.dialect:
