@@ -421,6 +421,7 @@ def follow(
     """
     stop = stop or threading.Event()
     paths = list(paths)
+    discover(paths)  # a bad path is an error before any database is made
     db = store.connect(db_path)
     try:
         ingester = Ingester(db, options, should_stop=stop.is_set)
@@ -443,8 +444,9 @@ def ingest(
     progress: Progress | None = None,
 ) -> Summary:
     """Ingest ``paths`` into the database at ``db_path``."""
+    files = discover(paths)  # a bad path is an error before any database is made
     db = store.connect(db_path)
     try:
-        return Ingester(db, options, progress).ingest(paths)
+        return Ingester(db, options, progress).ingest(files)
     finally:
         db.conn.close()
