@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger.ingest import Options, follow, ingest
+from ledger.ingest import Options, Summary, follow, ingest
 from tests.corpus import write_ledgers
 from tests.helpers import ROOT, dump, rows
 
@@ -113,22 +113,34 @@ def test_follow_with_strict_exits_3_when_lines_were_put_aside(tmp_path: Path) ->
     assert f"1 lines put aside: see the ingest_errors table in {db}" in out
 
 
+def follow_scripted(
+    db: Path, paths: list[Path], after_pass: list[Callable[[], object]]
+) -> tuple[Summary, list[tuple[int, int]]]:
+    """Follow ``paths``, doing ``after_pass[n]`` after pass n and stopping after the last;
+    returns the summary and (files, lines so far) seen after each pass."""
+    stop = threading.Event()
+    seen: list[tuple[int, int]] = []
+
+    def on_pass(summary: Summary) -> None:
+        seen.append((summary.files, summary.lines))
+        after_pass[len(seen) - 1]()
+        if len(seen) == len(after_pass):
+            stop.set()
+
+    return follow(db, paths, interval=0.01, stop=stop, on_pass=on_pass), seen
+
+
 def test_follow_passes_until_the_stop_event(tmp_path: Path) -> None:
     """The library call: each pass commits; the summary covers every pass."""
     ledger = tmp_path / "agent.jsonl"
     ledger.write_text(line("a"))
-    stop = threading.Event()
-    passes: list[int] = []
-
-    def on_pass(summary: object) -> None:
-        passes.append(summary.lines)  # type: ignore[attr-defined]
-        if len(passes) == 2:
-            append(ledger, line("a") + line("a"))
-        if len(passes) == 4:
-            stop.set()
-
-    summary = follow(tmp_path / "l.db", [ledger], interval=0.01, stop=stop, on_pass=on_pass)
-    assert passes == [1, 1, 3, 3]
+    summary, seen = follow_scripted(tmp_path / "l.db", [ledger], [
+        lambda: None,
+        lambda: append(ledger, line("a") + line("a")),
+        lambda: None,
+        lambda: None,
+    ])
+    assert seen == [(1, 1), (1, 1), (1, 3), (1, 3)]
     assert (summary.passes, summary.lines, summary.steps, summary.files) == (4, 3, 3, 1)
     assert events(tmp_path / "l.db") == {"a": 3}
 
@@ -136,20 +148,12 @@ def test_follow_passes_until_the_stop_event(tmp_path: Path) -> None:
 def test_a_followed_file_that_disappears_is_waited_for(tmp_path: Path) -> None:
     ledger = tmp_path / "agent.jsonl"
     ledger.write_text(line("a"))
-    stop = threading.Event()
-    seen: list[int] = []
-
-    def on_pass(summary: object) -> None:
-        seen.append(summary.files)  # type: ignore[attr-defined]
-        if len(seen) == 1:
-            ledger.rename(tmp_path / "agent.jsonl.1")  # rotated away
-        elif len(seen) == 2:
-            ledger.write_text(line("b"))  # and a new one in its place
-        else:
-            stop.set()
-
-    summary = follow(tmp_path / "l.db", [ledger], interval=0.01, stop=stop, on_pass=on_pass)
-    assert seen[:2] == [1, 0]
+    summary, seen = follow_scripted(tmp_path / "l.db", [ledger], [
+        lambda: ledger.rename(tmp_path / "agent.jsonl.1"),  # rotated away
+        lambda: ledger.write_text(line("b")),  # and a new one in its place
+        lambda: None,
+    ])
+    assert [files for files, _ in seen] == [1, 0, 1]
     assert summary.steps == 2
     assert events(tmp_path / "l.db") == {"b": 1}  # a replaced file replaces its rows
     assert any("replaced" in n for n in summary.notices)
