@@ -86,7 +86,7 @@ def test_stopping_in_the_middle_of_a_file_keeps_every_committed_batch(tmp_path: 
     """Ctrl-C while a large file is being read: the batch in hand is finished, the process
     exits 0, and a later ingest carries on to exactly what one clean ingest gives."""
     runs = tmp_path / "runs"
-    files = write_ledgers(runs, 40_000, files=2, seed=9)
+    files = write_ledgers(runs, 16_000, files=2, seed=9)
     db = tmp_path / "ledger.db"
     proc = start_follow(db, str(runs), "--batch-size", "200")
     eventually(lambda: bool(events(db)))
