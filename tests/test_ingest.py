@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -395,3 +396,70 @@ def test_sessions_record_the_meters_their_log_carries(sample_db: Path) -> None:
     assert by_id(sample_db)["bf-0002"]["meters"] == (
         "round_counter,tool_calls,output_tokens,tool_errors,observations,elapsed_time,"
         "write_classification")
+
+
+def test_the_same_file_given_twice_or_through_links_is_read_once(
+    samples: Path, db_path: Path, tmp_path: Path
+) -> None:
+    ledger = samples / "bugfix" / "night-run.jsonl"
+    (tmp_path / "symlink.jsonl").symlink_to(ledger)
+    os.link(ledger, tmp_path / "hardlink.jsonl")
+    summary = ingest(db_path, [ledger, ledger, tmp_path / "symlink.jsonl",
+                               tmp_path / "hardlink.jsonl", samples / "bugfix"])
+    assert (summary.files, summary.new_files) == (1, 1)
+    once = tmp_path / "once.db"
+    ingest(once, [ledger])
+    assert dump(db_path) == dump(once)
+
+
+def test_moved_files_that_share_a_first_line_keep_their_own_rows(
+    tmp_path: Path, db_path: Path, write_jsonl
+) -> None:
+    """Gate ledgers often start alike: each moved file is matched to the source whose bytes
+    it holds, and nothing is read again."""
+    first = {"step": 1, "action": "think", "detail": "plan", "writes": 0, "elapsed_s": 0.0}
+    a = write_jsonl(tmp_path / "a" / "gate.jsonl", [first, {"step": 2, "action": "read"}])
+    b = write_jsonl(tmp_path / "b" / "gate.jsonl", [first, {"step": 2, "action": "write"},
+                                                    {"step": 3, "action": "write"}])
+    ingest(db_path, [a, b])
+    before = {r["source_id"]: r["steps"] for r in rows(db_path, "select * from sessions")}
+    shutil.move(b, tmp_path / "b-moved.jsonl")
+    shutil.move(a, tmp_path / "a-moved.jsonl")
+    summary = ingest(db_path, [tmp_path / "b-moved.jsonl", tmp_path / "a-moved.jsonl"])
+    assert (summary.steps, summary.new_files) == (0, 0)
+    assert len(summary.notices) == 2 and all("moved from" in n for n in summary.notices)
+    after = {r["source_id"]: r["steps"] for r in rows(db_path, "select * from sessions")}
+    assert after == before
+    paths = {r["source_id"]: Path(r["path"]).name for r in rows(db_path, "select * from sources")}
+    assert sorted(paths.values()) == ["a-moved.jsonl", "b-moved.jsonl"]
+
+
+def test_a_grown_one_line_trace_is_read_again_not_continued(
+    tmp_path: Path, db_path: Path
+) -> None:
+    trace = tmp_path / "refactor" / "t.json"
+    trace.parent.mkdir()
+    doc = {"task": "t", "rounds": [{"tool_calls": [], "output_tokens": 5, "observation": "x"}]}
+    trace.write_text(json.dumps(doc) + "\n")
+    ingest(db_path, [trace])
+    trace.write_text(json.dumps(doc) + "\n\n")  # whitespace appended: the same document
+    summary = ingest(db_path, [trace])
+    assert any("a trace is one document" in n for n in summary.notices)
+    (session,) = rows(db_path, "select * from sessions")
+    assert (session["rounds"], session["output_tokens"]) == (1, 5)
+
+
+def test_an_unknown_file_that_grows_keeps_one_error(tmp_path: Path, db_path: Path) -> None:
+    odd = tmp_path / "odd.jsonl"
+    odd.write_text('{"hello": 1}\n')
+    ingest(db_path, [odd])
+    with odd.open("a") as f:
+        f.write('{"hello": 2}\n')
+    ingest(db_path, [odd])
+    assert len(rows(db_path, "select * from ingest_errors")) == 1
+    with odd.open("a") as f:  # and once a line tells its dialect, it is read as that
+        f.write(json.dumps({"session": "s", "type": "round"}) + "\n")
+    summary = ingest(db_path, [odd])
+    assert any("now read as native" in n for n in summary.notices)
+    assert summary.steps == 1
+    assert [r["line"] for r in rows(db_path, "select * from ingest_errors order by line")] == [1, 2]
