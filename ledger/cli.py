@@ -212,10 +212,13 @@ def _follow(db_path: str, paths: tuple[str, ...], options: Options, interval: fl
         stop.set()
 
     seen = {"lines": 0, "notices": 0}
+    told: set[str] = set()  # a file unreadable for a while is noted once, not every pass
 
     def report(summary: Summary) -> None:
         for notice in summary.notices[seen["notices"]:]:
-            click.echo(f"note: {notice}", err=True)
+            if notice not in told:
+                click.echo(f"note: {notice}", err=True)
+                told.add(notice)
         if summary.lines > seen["lines"]:
             click.echo(
                 f"{time.strftime('%H:%M:%S')} {summary.lines - seen['lines']} lines read "

@@ -106,7 +106,16 @@ def sniff(path: Path, max_line: int = DEFAULT_MAX_LINE, forced: str | None = Non
                 return document
             if not jsonl:  # its first line is no JSON value: say what is wrong with it
                 problem = document.problem
+        elif dialect == TRACE and stat.st_size > max_line:  # a trace is read whole
+            dialect, problem = None, _too_large(stat.st_size, max_line)
         return FileInfo(path, stat.st_size, stat.st_mtime, dialect, fingerprint, problem)
+
+
+def _too_large(size: int, max_line: int) -> str:
+    return (
+        f"too large to read as one JSON document ({size} bytes; the limit is {max_line}, "
+        "--max-line-bytes)"
+    )
 
 
 def _sniff_lines(
@@ -147,10 +156,7 @@ def _sniff_document(
     max_line: int,
 ) -> FileInfo:
     if stat.st_size > max_line:
-        problem = (
-            f"too large to read as one JSON document ({stat.st_size} bytes; the limit is "
-            f"{max_line}, --max-line-bytes)"
-        )
+        problem = _too_large(stat.st_size, max_line)
         return FileInfo(path, stat.st_size, stat.st_mtime, None, sha(first), problem)
     f.seek(0)
     data = f.read()

@@ -360,3 +360,22 @@ def test_jsontestsuite_file_on_its_own(corpus: tuple[Outcome, Path], path: Path)
     else:
         assert error["reason"].startswith(("not a ledger: ", "binary file",
                                            "cannot tell the dialect"))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        json.dumps({"task": "t", "rounds": [{"observation": "y" * 5000}]}, indent=2),
+        json.dumps({"task": "t", "rounds": [{"observation": "y"}]}) + "\n" + " " * 5000 + "\n",
+    ],
+    ids=["pretty", "one-line-then-padding"],
+)
+def test_a_trace_longer_than_the_limit_is_put_aside_unread(tmp_path: Path, text: str) -> None:
+    trace = tmp_path / "t.json"
+    trace.write_text(text)
+    summary = ingest(tmp_path / "l.db", [trace], Options(max_line=4096))
+    assert (summary.steps, summary.errors) == (0, 1)
+    (error,) = rows(tmp_path / "l.db", "select * from ingest_errors")
+    assert error["reason"] == (
+        f"too large to read as one JSON document ({len(text)} bytes; the limit is 4096, "
+        "--max-line-bytes)")
