@@ -215,3 +215,33 @@ def test_observation_hashes_are_taken_before_redaction(tmp_path: Path, monkeypat
     assert hashes == [observation_hash(t) for t in (same, other, same, same)]  # differ, repeat
     (incident,) = rows(redacted_db, "select detail from incidents where kind = 'no_progress'")
     assert incident["detail"] == "deploy failed: password=[REDACTED:secret-assignment]"
+
+
+def test_rows_read_again_leave_no_trace_in_free_pages(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A database written by an agent-ledger that missed a secret (fold version 1 kept retry
+    keys unredacted) loses the secret from its bytes once the file is read again, even where
+    SQLite's build does not zero deleted content by default."""
+    connect = sqlite3.connect
+
+    def connect_secure_delete_off(*args: object, **kwargs: object) -> sqlite3.Connection:
+        conn = connect(*args, **kwargs)  # type: ignore[arg-type]
+        conn.execute("pragma secure_delete = off")  # as most builds are
+        return conn
+
+    monkeypatch.setattr(store.sqlite3, "connect", connect_secure_delete_off)
+    ledger = tmp_path / "runs" / "agent.jsonl"
+    ledger.parent.mkdir()
+    secret = "9f8e7d6c5b4aZZ3f2e"
+    ledger.write_text("".join(
+        json.dumps({"session": f"s{n}", "type": "action", "action": "retry",
+                    "detail": f"token={secret}"}) + "\n" for n in range(2000)))
+    db = tmp_path / "ledger.db"
+    with monkeypatch.context() as old_version:
+        old_version.setattr(ledger_ingest, "redact", lambda text: (text, 0))
+        ingest(db, [ledger])
+    assert secret.encode() in db.read_bytes()
+    ledger.write_text(json.dumps({"session": "new", "type": "round"}) + "\n")  # replaced
+    ingest(db, [ledger])
+    assert secret.encode() not in db.read_bytes()
