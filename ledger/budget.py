@@ -21,13 +21,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
-from .events import ROUND, Event, observation_hash
+from .events import ROUND, Event, observation_digest
 from .reasons import SEED_VENDOR_MAP, StopReason
 
 LOOP = "loop"
 GATE = "gate"
 FAMILIES = frozenset({LOOP, GATE})
 
+_UNKNOWN = StopReason.UNKNOWN_VENDOR.value
 OFF_WORDS = frozenset({"off", "none", "null", ""})
 
 
@@ -203,28 +204,36 @@ class Machine:
     def _check_loop(self, state: State, event: Event) -> tuple[StopReason, str] | None:
         """Seed 000's ``should_stop``, in its order, with its ``>=`` boundary."""
         vendor = event.vendor_stop
-        if vendor and vendor not in self.vendor_map:
+        if vendor and self.vendor_map.get(vendor, _UNKNOWN) == _UNKNOWN:
             return StopReason.UNKNOWN_VENDOR, f"unmapped vendor stop {vendor!r}"
-        if not event.is_step:
-            return None
+        # Each cap is checked after an event that carries its meter (in a seed 000 trace every
+        # round carries them all), so a cap of 0 cannot trip on an event that measured nothing.
         b = self.budget
-        if b.max_rounds is not None and state.rounds >= b.max_rounds:
-            return StopReason.MAX_ROUNDS, f"rounds {state.rounds} >= {b.max_rounds}"
-        if b.max_tool_calls is not None and state.tool_calls >= b.max_tool_calls:
-            return StopReason.MAX_TOOL_CALLS, f"tool calls {state.tool_calls} >= {b.max_tool_calls}"
-        if b.max_output_tokens is not None and state.output_tokens >= b.max_output_tokens:
-            return (
-                StopReason.MAX_OUTPUT_TOKENS,
-                f"output tokens {state.output_tokens} >= {b.max_output_tokens}",
-            )
+        if event.action == ROUND:
+            if b.max_rounds is not None and state.rounds >= b.max_rounds:
+                return StopReason.MAX_ROUNDS, f"rounds {state.rounds} >= {b.max_rounds}"
+            if b.max_tool_calls is not None and state.tool_calls >= b.max_tool_calls:
+                return (
+                    StopReason.MAX_TOOL_CALLS,
+                    f"tool calls {state.tool_calls} >= {b.max_tool_calls}",
+                )
+            if b.max_output_tokens is not None and state.output_tokens >= b.max_output_tokens:
+                return (
+                    StopReason.MAX_OUTPUT_TOKENS,
+                    f"output tokens {state.output_tokens} >= {b.max_output_tokens}",
+                )
         cap = b.max_consecutive_tool_errors
-        if cap is not None and state.consecutive_tool_errors >= cap:
+        if (
+            cap is not None
+            and event.tool_error is not None
+            and state.consecutive_tool_errors >= cap
+        ):
             return (
                 StopReason.TOOL_ERROR_BUDGET,
                 f"consecutive tool errors {state.consecutive_tool_errors} >= {cap}",
             )
         n = b.no_progress_rounds
-        if n is not None and state.last_observation_hash and state.observation_repeats >= n:
+        if n is not None and event.has_observation and state.observation_repeats >= n:
             return (
                 StopReason.NO_PROGRESS,
                 f"same observation {state.observation_repeats} times in a row",
@@ -251,21 +260,27 @@ class Machine:
 
 
 def apply(state: State, event: Event) -> None:
-    """Seed 000's ``apply_round`` and seed 002's counter updates, for one event."""
+    """Seed 000's ``apply_round`` and seed 002's counter updates, for one event.
+
+    An event that continues the current round (``same_round``) adds its tool calls, output
+    tokens, observation and tool error without counting a new round or step.
+    """
     state.events += 1
     if event.elapsed_s is not None:
         state.elapsed_s = event.elapsed_s
-    if not event.is_step:
+    if event.is_marker:
         return
-    state.steps += 1
+    if event.is_step:
+        state.steps += 1
+        if event.action == ROUND:
+            state.rounds += 1
+        elif event.action == "write":
+            state.writes += 1
     if event.action == ROUND:
-        state.rounds += 1
         state.tool_calls += event.tool_calls or 0
         state.output_tokens += event.output_tokens or 0
-    elif event.action == "write":
-        state.writes += 1
-    if event.observation is not None:
-        digest = observation_hash(event.observation)
+    digest = observation_digest(event)
+    if digest is not None:
         if digest == state.last_observation_hash:
             state.observation_repeats += 1
         else:

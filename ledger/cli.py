@@ -1,7 +1,9 @@
 """The ``agent-ledger`` command line: thin commands over the library.
 
 Exit codes: 0 success; 1 an error (a missing or unreadable path, a bad budget or vendor map, a
-database that cannot be opened); 2 a usage error; 3 ``--strict`` and some lines were put aside.
+database that cannot be opened); 2 a usage error; 3 ``--strict`` and some lines were put aside;
+4 ``paid-path --fail-on-stay`` and some task class must stay on the paid path;
+5 ``record``: the session's budget is exceeded; 6 ``propose-budget``: nothing to propose from.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ import sqlite3
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -20,12 +24,28 @@ import click
 
 from . import __version__
 from .budget import Budget, BudgetError
+from .dialects import DIALECTS
 from .files import LedgerPathError
+from .importers import IMPORTED
 from .ingest import DEFAULT_BATCH, DEFAULT_INTERVAL, Options, Summary, follow, ingest
+from .reasons import StopReason
 from .vendors import DEFAULT_VENDOR_MAP, VendorMapError, load_vendor_map
+from .verdicts import (
+    MATCH,
+    MISMATCH,
+    NO_RECORDED_STOP,
+    SettingsError,
+    Verdicts,
+    report_json,
+    report_text,
+)
+from .whatif import Retune
 
 EXIT_ERROR = 1
 EXIT_STRICT = 3
+EXIT_STAY = 4
+EXIT_BUDGET = 5
+EXIT_NO_VERIFIED = 6
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -68,7 +88,7 @@ def budget_options(func: F) -> F:
 def source_options(func: F) -> F:
     func = click.option(
         "--dialect",
-        type=click.Choice(["native", "gate", "trace"]),
+        type=click.Choice([*DIALECTS, *IMPORTED]),
         help="Read every file as this dialect instead of detecting it.",
     )(func)
     func = click.option(
@@ -98,7 +118,7 @@ def make_options(
         if budget_file:
             budget = Budget.from_mapping(read_budget_file(budget_file), budget)
         budget = Budget.from_assignments(budget_pairs, budget)
-        mapping = load_vendor_map(vendor_map) if vendor_map else dict(DEFAULT_VENDOR_MAP)
+        mapping = read_vendor_map(vendor_map)
     except (BudgetError, VendorMapError) as exc:
         raise click.ClickException(str(exc)) from None
     return Options(
@@ -108,6 +128,11 @@ def make_options(
         dialect=dialect,
         max_line=max_line_bytes,
     )
+
+
+def read_vendor_map(path: str | None) -> dict[str, str]:
+    """The vendor map of ``--vendor-map`` (the default map without one)."""
+    return load_vendor_map(path) if path else dict(DEFAULT_VENDOR_MAP)
 
 
 def read_budget_file(path: str) -> dict[str, Any]:
@@ -264,6 +289,12 @@ def format_summary(summary: Summary, db_path: str) -> str:
         lines.append(f"{summary.redactions} secrets redacted")
     if summary.waiting:
         lines.append(f"{len(summary.waiting)} files have no complete line yet (left for later)")
+    if summary.unknown_records:
+        skipped = sum(sum(c.values()) for c in summary.unknown_records.values())
+        lines.append(
+            f"{skipped} records of unknown types skipped in {len(summary.unknown_records)} "
+            "files (see sources.unknown_records)"
+        )
     lines.append(
         f"{summary.errors} lines put aside"
         + (f": see the ingest_errors table in {db_path}" if summary.errors else "")
@@ -358,6 +389,578 @@ def serve_command(
     from .serve import run
 
     sys.exit(run(db_path, host=host, port=port, get=get_path, extra=extra))
+
+def make_retune(budget_pairs: tuple[str, ...], budget_file: str | None) -> Retune:
+    """--budget and --budget-file as a change to a stored budget (keys not named are kept)."""
+    try:
+        values = read_budget_file(budget_file) if budget_file else {}
+
+        def retune(stored: Budget) -> Budget:
+            return Budget.from_assignments(budget_pairs, Budget.from_mapping(values, stored))
+
+        retune(Budget())  # report a bad key or value now, not at the first session
+    except BudgetError as exc:
+        raise click.ClickException(str(exc)) from None
+    return retune
+
+
+def _vendor_map(path: str | None) -> dict[str, str]:
+    try:
+        return read_vendor_map(path)
+    except VendorMapError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def limit_option(what: str) -> Callable[[F], F]:
+    return click.option(
+        "--limit",
+        type=click.IntRange(min=0),
+        default=50,
+        show_default=True,
+        help=f"List at most N {what} (0: all). --json lists all.",
+    )
+
+
+WHAT_IF_COLUMNS = ("session_id", "task_class", "change", "stored", "what_if", "detail")
+COUNT_COLUMNS = ("task_class", "sessions", "earlier", "later", "other_reason", "unchanged")
+
+
+@cli.command(name="what-if")
+@click.argument("db_path", type=click.Path(exists=True, dir_okay=False))
+@budget_options
+@click.option("--task-class", help="Replay only the sessions of this task class.")
+@limit_option("changed sessions")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def what_if_command(
+    db_path: str,
+    budget_pairs: tuple[str, ...],
+    budget_file: str | None,
+    vendor_map: str | None,
+    task_class: str | None,
+    limit: int,
+    as_json: bool,
+) -> None:
+    """Replay the sessions stored in DB_PATH under another budget; show which stop differently.
+
+    Each session is replayed from its stored steps (no ledger file is read) under the budget
+    it was ingested with, changed by --budget and --budget-file; caps not named stay as they
+    were. A session that would stop at an earlier event (or at all) is "earlier", at a later
+    event (or not at all) "later", at the same event for another reason "other_reason".
+    Counts are given per task class. Pass the --vendor-map you ingested with.
+
+    \b
+    Example:
+        agent-ledger what-if ledger.db --budget max_rounds=20
+        agent-ledger what-if ledger.db -b max_output_tokens=8000 -b no_progress_rounds=3 --json
+        agent-ledger what-if ledger.db --budget-file proposal.toml --task-class bugfix
+    """
+    from .stored import stored_sessions
+    from .whatif import Replayer, what_if
+
+    retune = make_retune(budget_pairs, budget_file)
+    replayer = Replayer(retune, _vendor_map(vendor_map))
+    with _reading(db_path) as conn:
+        report = what_if(stored_sessions(conn, task_class), replayer)
+    if not report.sessions:
+        click.echo(f"note: no stored sessions{_of_class(task_class)} in {db_path}", err=True)
+    if as_json:
+        click.echo(json.dumps(report.to_dict(), indent=2))
+        return
+    changes = [budget_file, *budget_pairs] if budget_file else list(budget_pairs)
+    click.echo(
+        f"{report.sessions} sessions replayed from their stored steps under their stored "
+        "budgets" + (f" changed by {', '.join(changes)}." if changes else ".")
+    )
+    totals = report.totals
+    click.echo(
+        f"{len(report.changes)} would stop differently: {totals['earlier']} earlier, "
+        f"{totals['later']} later, {totals['other_reason']} for another reason."
+    )
+    shown = report.changes if not limit else report.changes[:limit]
+    if shown:
+        rows = [
+            {
+                "session_id": v.session_id, "task_class": v.task_class, "change": v.change,
+                "stored": _at(v.old.reason, v.old.at), "what_if": _at(v.new.reason, v.new.at),
+                "detail": v.new.detail,
+            }
+            for v in shown
+        ]
+        click.echo("\n" + _table(rows, WHAT_IF_COLUMNS))
+    if len(shown) < len(report.changes):
+        click.echo(f"... and {len(report.changes) - len(shown)} more (--limit 0 lists all)")
+    if report.sessions:
+        click.echo("\n" + _table(report.class_rows(), COUNT_COLUMNS))
+
+
+@cli.command(name="propose-budget")
+@click.argument("db_path", type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--task-class", help="Propose a budget for this task class only (default: one per class)."
+)
+@click.option(
+    "--vendor-map",
+    type=click.Path(exists=True, dir_okay=False),
+    help="TOML file that extends or overrides the vendor stop map (as at ingest).",
+)
+@click.option(
+    "--output-dir",
+    type=click.Path(file_okay=False),
+    help="Write one TASK_CLASS.toml per task class into this folder instead of printing.",
+)
+@limit_option("stopped sessions per proposal")
+@click.option("--json", "as_json", is_flag=True, help="Print the proposals as JSON.")
+def propose_budget_command(
+    db_path: str,
+    task_class: str | None,
+    vendor_map: str | None,
+    output_dir: str | None,
+    limit: int,
+    as_json: bool,
+) -> None:
+    """Propose a budget from the sessions in DB_PATH that completed with a verified signal.
+
+    Verified: the budget let the session run out and its log said task_complete. Each cap is
+    the tightest value under which every verified session of the task class still completes
+    (the observed peak + 1 for seed 000's >= caps, the peak for seed 002's > caps); a cap no
+    verified session can be measured on is "off", with the reason. The output is a TOML
+    budget file (for --budget-file) labelled a PROPOSAL, followed, as comments, by what it
+    would have stopped among the stored sessions of the class.
+
+    Exits with code 6 if no session (of the task class) completed with a verified signal.
+
+    \b
+    Example:
+        agent-ledger propose-budget ledger.db --task-class refactor > refactor.toml
+        agent-ledger propose-budget ledger.db --output-dir proposals/
+        agent-ledger propose-budget ledger.db --json
+    """
+    from .propose import propose, to_toml, trial, usage
+    from .stored import VERIFIED, stored_sessions, task_classes
+
+    vendors = _vendor_map(vendor_map)
+    proposals = []
+    unverified = []
+    with _reading(db_path) as conn:
+        names = [task_class] if task_class is not None else task_classes(conn)
+        for name in names:
+            usages = [usage(s, events) for s, events in stored_sessions(conn, name, VERIFIED)]
+            if not usages:
+                unverified.append(name)
+                continue
+            proposal = propose(name, usages, source=db_path)
+            proposals.append(trial(proposal, stored_sessions(conn, name), vendors))
+    for name in unverified:
+        click.echo(
+            f"note: task class {name!r}: no session completed with a verified terminal signal "
+            "(stop_reason = recorded_stop = task_complete); nothing to propose from, keep it "
+            "on the paid path",
+            err=True,
+        )
+    if not proposals:
+        click.echo(
+            f"Error: no session{_of_class(task_class)} in {db_path} completed with a verified "
+            "terminal signal: no budget can be proposed",
+            err=True,
+        )
+        sys.exit(EXIT_NO_VERIFIED)
+    if as_json:
+        click.echo(json.dumps(
+            {"proposals": [p.to_dict() for p in proposals], "unverified_task_classes": unverified},
+            indent=2,
+        ))
+    elif output_dir:
+        for proposal, path in zip(proposals, _proposal_paths(output_dir, proposals), strict=True):
+            path.write_text(to_toml(proposal, limit or None), encoding="utf-8")
+            click.echo(
+                f"{path}: {proposal.verified} verified sessions; stops {len(proposal.stopped)} "
+                f"of {proposal.trial.sessions} stored sessions"
+            )
+    else:
+        click.echo("\n".join(to_toml(p, limit or None) for p in proposals), nl=False)
+
+
+def _proposal_paths(folder: str, proposals: list[Any]) -> list[Path]:
+    """TASK_CLASS.toml for each proposal, made safe and unique as a file name."""
+    import re
+
+    target = Path(folder)
+    target.mkdir(parents=True, exist_ok=True)
+    paths: list[Path] = []
+    for proposal in proposals:
+        stem = re.sub(r"[^A-Za-z0-9._-]+", "_", proposal.task_class or "").strip("._") or "class"
+        path, n = target / f"{stem}.toml", 1
+        while path in paths:
+            n += 1
+            path = target / f"{stem}-{n}.toml"
+        paths.append(path)
+    return paths
+
+
+@contextmanager
+def _reading(db_path: str) -> Iterator[sqlite3.Connection]:
+    """The database opened read-only; its errors become a clear message (exit code 1)."""
+    from .stored import StoredError, open_readonly
+
+    try:
+        conn = open_readonly(db_path)
+        try:
+            yield conn
+        finally:
+            conn.close()
+    except (StoredError, sqlite3.DatabaseError) as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _of_class(task_class: str | None) -> str:
+    return f" of task class {task_class!r}" if task_class is not None else ""
+
+
+def _at(reason: str, at: int | None) -> str:
+    return reason if at is None else f"{reason} at {at}"
+
+
+@cli.command(name="leftovers")
+@click.argument("repo_path", type=click.Path(exists=True, file_okay=False))
+@click.option(
+    "--db",
+    "db_path",
+    type=click.Path(dir_okay=False),
+    help="Also write the findings to the leftovers table of this ledger database.",
+)
+@click.option(
+    "--patterns",
+    "patterns_file",
+    type=click.Path(exists=True, dir_okay=False),
+    help="TOML file that extends or replaces the categories and their patterns.",
+)
+@click.option(
+    "-o",
+    "--output",
+    help="Where to write the checklist (default: REPO_PATH/leftovers.md; - for standard output).",
+)
+@click.option(
+    "--max-file-bytes",
+    type=click.IntRange(min=1),
+    default=2 * 1024 * 1024,
+    show_default=True,
+    help="Larger files are counted, not read.",
+)
+@click.option("--strict", is_flag=True, help="Exit with code 3 if any leftover was found.")
+@click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON.")
+def leftovers_command(
+    repo_path: str,
+    db_path: str | None,
+    patterns_file: str | None,
+    output: str | None,
+    max_file_bytes: int,
+    strict: bool,
+    as_json: bool,
+) -> None:
+    """Find second control planes in the code base REPO_PATH: places that would restart the
+    vendor loop without the budget.
+
+    Searches every text file (not .git, node_modules, binary or larger files) for seed 000's
+    patterns and its six leftovers: IDE extensions, CI retries, resume webhooks, cached
+    continue prompts, file watchers, dashboards on vendor counters. Writes leftovers.md, a
+    checklist grouped by category with what to do about each (delete it, or pass the same
+    LoopBudget into it), and with --db the leftovers table (this repository's rows replaced).
+
+    \b
+    Example:
+        agent-ledger leftovers .
+        agent-ledger leftovers ../service --db ledger.db --output service-leftovers.md
+        agent-ledger leftovers . --patterns leftovers.toml --strict --json
+    """
+    from .leftovers import PatternsError, to_markdown
+    from .scan import scan, store_findings
+
+    if as_json and output == "-":
+        raise click.UsageError("--json and --output - both write to standard output")
+    try:
+        patterns = _leftover_patterns(patterns_file)
+    except PatternsError as exc:
+        raise click.ClickException(str(exc)) from None
+    target = None if output == "-" else Path(output or Path(repo_path) / "leftovers.md")
+    result = scan(repo_path, patterns, max_file_bytes, exclude=target)
+    text = to_markdown(result.repo, result.findings, result.categories, result.tally)
+    try:
+        if target is None:
+            click.echo(text, nl=False)
+        else:
+            target.write_text(text, encoding="utf-8")
+        if db_path:
+            store_findings(db_path, result)
+    except OSError as exc:
+        raise click.ClickException(f"cannot write: {exc}") from None
+    except sqlite3.DatabaseError as exc:
+        raise click.ClickException(f"{db_path}: {exc}") from None
+    if as_json:
+        click.echo(json.dumps({
+            "repo": result.repo,
+            "searched": result.tally.to_dict(),
+            "findings": [f.to_dict() for f in result.findings],
+        }, indent=2))
+    elif target is not None:
+        counts = Counter(f.category for f in result.findings)
+        listed = ", ".join(
+            f"{c.name} {counts[c.name]}" for c in result.categories if c.name in counts
+        )
+        click.echo(
+            f"{result.tally.files} files searched, {len(result.findings)} leftovers found"
+            + (f" ({listed})" if listed else "")
+        )
+        also = f" and the leftovers table of {db_path}" if db_path else ""
+        click.echo(f"wrote {target}{also}")
+    if strict and result.findings:
+        sys.exit(EXIT_STRICT)
+
+
+def _leftover_patterns(path: str | None) -> Any:
+    import tomllib
+
+    from .leftovers import Patterns, PatternsError, load_categories
+
+    if path is None:
+        return Patterns()
+    try:
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise PatternsError(f"{path}: not a valid TOML patterns file: {exc}") from None
+    return load_categories(data, path)
+
+
+def verdict_options(func: F) -> F:
+    """--tolerance and --min-sessions, shared by verdicts and paid-path."""
+    func = click.option(
+        "--min-sessions",
+        type=click.IntRange(min=1),
+        help="Sessions with a recorded stop a class needs before it can be ready "
+        "(default: as last computed, else 3).",
+    )(func)
+    func = click.option(
+        "--tolerance",
+        type=click.IntRange(min=0),
+        help="Rounds (or steps) the replay may stop before the log's end and still match "
+        "(default: as last computed, else 1).",
+    )(func)
+    return func
+
+
+def _verdicts(
+    db_path: str, tolerance: int | None, min_sessions: int | None, write: bool
+) -> Verdicts:
+    from dataclasses import replace
+
+    from . import store, verdict_store
+
+    try:
+        db = store.connect(db_path)
+        try:
+            settings = verdict_store.stored_settings(db.conn)
+            if tolerance is not None:
+                settings = replace(settings, tolerance=tolerance)
+            if min_sessions is not None:
+                settings = replace(settings, min_sessions=min_sessions)
+            if write:
+                return verdict_store.refresh(db, settings)
+            return verdict_store.compute_from(db.conn, settings)
+        finally:
+            db.conn.close()
+    except (sqlite3.DatabaseError, SettingsError) as exc:
+        raise click.ClickException(f"{db_path}: {exc}") from None
+
+
+@cli.command(name="verdicts")
+@click.argument("db_path", type=click.Path(exists=True, dir_okay=False))
+@verdict_options
+@click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
+def verdicts_command(
+    db_path: str, tolerance: int | None, min_sessions: int | None, as_json: bool
+) -> None:
+    """Recompute the migration verdict tables of DB_PATH.
+
+    Writes session_parity (each session's replay against its log's own stop), cap_coverage
+    (each cap in force and its meter; the view meter_gaps) and task_classes (a verdict per
+    class). Ingest does this too; run it to change the tolerance or the minimum, which are
+    kept for later ingests.
+
+    \b
+    Example:
+        agent-ledger verdicts ledger.db
+        agent-ledger verdicts ledger.db --tolerance 2 --min-sessions 5
+    """
+    found = _verdicts(db_path, tolerance, min_sessions, write=True)
+    parity = Counter(p["parity"] for p in found.parity)
+    counts = {
+        "task_classes": len(found.classes),
+        "ready": len(found.classes) - len(found.staying),
+        "stay_on_paid_path": len(found.staying),
+        "sessions": len(found.parity),
+        **{kind: parity[kind] for kind in (MATCH, MISMATCH, NO_RECORDED_STOP)},
+        "meter_gaps": sum(1 for c in found.coverage if c["sessions_missing"]),
+        "tolerance": found.settings.tolerance,
+        "min_sessions": found.settings.min_sessions,
+    }
+    if as_json:
+        click.echo(json.dumps(counts, indent=2))
+        return
+    click.echo(
+        f"{counts['task_classes']} task classes: {counts['ready']} ready, "
+        f"{counts['stay_on_paid_path']} stay on the paid path\n"
+        f"{counts['sessions']} sessions: {counts[MATCH]} match their log's stop, "
+        f"{counts[MISMATCH]} mismatch, {counts[NO_RECORDED_STOP]} have no recorded stop "
+        f"(tolerance {counts['tolerance']})\n"
+        f"{counts['meter_gaps']} caps in force without their meter (see meter_gaps)"
+    )
+
+
+@cli.command(name="paid-path")
+@click.argument("db_path", type=click.Path(exists=True, dir_okay=False))
+@verdict_options
+@click.option("--json", "as_json", is_flag=True, help="Print the verdicts as JSON.")
+@click.option(
+    "--fail-on-stay",
+    is_flag=True,
+    help="Exit with code 4 if any task class must stay on the paid path, or if there is "
+    "nothing to judge (for CI gates).",
+)
+def paid_path_command(
+    db_path: str,
+    tolerance: int | None,
+    min_sessions: int | None,
+    as_json: bool,
+    fail_on_stay: bool,
+) -> None:
+    """Report which task classes of DB_PATH must stay on the paid path, and why.
+
+    Each class is ready only if every session's replay matches its log's own stop, every cap
+    in force has its meter, no vendor stop is unmapped, no session completes without a
+    terminal signal, and enough sessions carry a recorded stop. Computed afresh from the
+    sessions; nothing is written.
+
+    \b
+    Example:
+        agent-ledger paid-path ledger.db
+        agent-ledger paid-path ledger.db --tolerance 2 --json
+        agent-ledger paid-path ledger.db --fail-on-stay || echo "keep the paid key"
+    """
+    found = _verdicts(db_path, tolerance, min_sessions, write=False)
+    if as_json:
+        click.echo(json.dumps(report_json(found), indent=2))
+    else:
+        click.echo(report_text(found))
+    if fail_on_stay and (found.staying or not found.classes):
+        sys.exit(EXIT_STAY)
+
+
+#: Which event types each ``record`` option belongs to.
+RECORD_FIELDS = {
+    "action": ("action",),
+    "tool_calls": ("round",),
+    "output_tokens": ("round",),
+    "vendor_stop": ("round",),
+    "observation": ("round", "action"),
+    "tool_error": ("round", "action"),
+    "outcome": ("end",),
+}
+
+
+@cli.command(name="record")
+@click.argument("ledger_path", type=click.Path(dir_okay=False))
+@click.option("--session", "session_id", required=True, help="Session id (one per agent run).")
+@click.option(
+    "--type", "kind", type=click.Choice(["start", "round", "action", "end"]),
+    help="Event type (default: action, when --action is given).",
+)
+@click.option("--action", type=click.Choice(["think", "read", "write", "retry"]),
+              help="Action class of an action event.")
+@click.option("--detail", help="Short detail (secrets are redacted).")
+@click.option("--tool", help="Tool name.")
+@click.option("--tool-calls", type=click.IntRange(min=0), help="Round: number of tool calls.")
+@click.option("--output-tokens", type=click.IntRange(min=0), help="Round: output tokens.")
+@click.option("--observation", help="What the tool or model observed (for the no-progress rule).")
+@click.option("--observation-file", type=click.File("r", encoding="utf-8"),
+              help="Read the observation from a file ('-' for standard input).")
+@click.option("--tool-error/--no-tool-error", default=None, help="The tool failed / succeeded.")
+@click.option("--vendor-stop", help="Round: the vendor's raw stop string.")
+@click.option("--outcome", type=click.Choice([r.value for r in StopReason]),
+              help="End: the session's own outcome.")
+@click.option("--task-class", help="Task class (the first event that names one sets it).")
+@budget_options
+@click.option("--fsync", is_flag=True, help="Flush the event to disk before deciding.")
+@click.option("--json", "as_json", is_flag=True, help="Print the session's row as JSON.")
+def record_command(
+    ledger_path: str,
+    session_id: str,
+    kind: str | None,
+    observation_file: Any,
+    task_class: str | None,
+    budget_pairs: tuple[str, ...],
+    budget_file: str | None,
+    vendor_map: str | None,
+    fsync: bool,
+    as_json: bool,
+    **fields: Any,
+) -> None:
+    """Append one native event to LEDGER_PATH, replay the session so far, gate on the budget.
+
+    The session's events up to this one are replayed through the budget, exactly as ingest
+    would; if the session is stopped and this event is a step, the stop reason is printed and
+    the exit code is 5. Elapsed time is measured from the session's first timestamp. Give the
+    same --budget to every call of a session (and to ingest).
+
+    \b
+    Example:
+        agent-ledger record run.jsonl --session s1 --action read --detail "open main.py"
+        agent-ledger record run.jsonl --session s1 --type round --tool-calls 2 \\
+            --output-tokens 350 --observation "$(cat out.txt)" --budget max_rounds=20
+        agent-ledger record run.jsonl --session s1 --type end --outcome task_complete
+    """
+    from .append import append_line
+    from .dialects import RecordError
+    from .recorder import iso, native_line, prepare_ledger, utc_now
+    from .replay import replay_session
+
+    options = make_options(budget_pairs, budget_file, vendor_map)
+    kind = kind or ("action" if fields["action"] else None)
+    if kind is None:
+        raise click.UsageError("give --type, or --action for an action event")
+    if observation_file is not None:
+        if fields["observation"] is not None:
+            raise click.UsageError("give --observation or --observation-file, not both")
+        fields["observation"] = observation_file.read()
+    for name, kinds in RECORD_FIELDS.items():
+        if fields[name] is not None and kind not in kinds:
+            option = "--" + name.replace("_", "-")
+            raise click.UsageError(f"{option} does not go with --type {kind}")
+    if kind == "action" and not fields["action"]:
+        raise click.UsageError("an action event needs --action")
+    event = {
+        "ts": iso(utc_now()), "session": session_id, "type": kind, "task_class": task_class,
+        **fields,
+    }
+    path = Path(ledger_path)
+    try:
+        prepare_ledger(path)
+        line, record, _ = native_line(event)
+        _, end = append_line(path, line, fsync)
+        session = replay_session(path, session_id, options, end)
+    except (LedgerPathError, RecordError, OSError) as exc:
+        raise click.ClickException(str(exc)) from None
+    row = session.row() if session is not None else {}
+    if as_json:
+        click.echo(json.dumps(row, indent=2))
+    state = session.state if session is not None else None
+    if state is not None and state.stopped and record.event.is_step:
+        if not as_json:
+            click.echo(state.stop_reason)
+        click.echo(
+            f"budget exceeded: {state.stop_detail} (session {session_id}, event "
+            f"{state.stop_at})",
+            err=True,
+        )
+        sys.exit(EXIT_BUDGET)
 
 
 def main() -> None:

@@ -15,7 +15,7 @@ import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from .events import ACTIONS, ROUND, Event
@@ -45,6 +45,7 @@ class Record:
     session: str | None = None
     task_class: str | None = None
     step: int | None = None
+    parent: str | None = None  # the parent session of a sub-agent's session
 
 
 def _reject_constant(name: str) -> Any:
@@ -177,7 +178,7 @@ def parse_ts(text: str) -> float:
     except ValueError:
         raise RecordError(f"field 'ts' is not an ISO-8601 timestamp: {text!r}") from None
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
+        moment = moment.replace(tzinfo=UTC)
     return moment.timestamp()
 
 
@@ -321,10 +322,17 @@ def _trace_round(value: Any) -> Record | RecordError:
                 tool_error=bool(obj.get("tool_error")),
                 vendor_stop=vendor or None,
                 tool=_first_tool_name(calls),
+                unmetered=_TRACE_DEFAULTED.difference(
+                    meter for key, meter in _TRACE_METER_KEYS if obj.get(key) is not None
+                ),
             )
         )
     except RecordError as exc:
         return exc
+
+
+_TRACE_METER_KEYS = (("observation", "observations"), ("tool_error", "tool_errors"))
+_TRACE_DEFAULTED = frozenset(meter for _, meter in _TRACE_METER_KEYS)
 
 
 def _first_tool_name(calls: list[Any]) -> str | None:

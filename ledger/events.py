@@ -4,6 +4,13 @@ An event is either a model *round* (seed 000: tool calls, output tokens, an obse
 error, a vendor stop string) or an action *checkpoint* (seed 002: think, read, write or retry),
 or a session marker (start, end). Fields a dialect does not carry stay ``None``: the budget
 machine only measures what is there.
+
+Real agent logs write one model round over several records (Claude Code writes a line per
+content block, and the tool results arrive later in their own lines). An importer emits each
+record at once: the first as a round, the later ones with ``same_round`` set. Such an event
+*continues* the current round: no new round and no new step, but its tool calls and output
+tokens are added and its observation and tool error are checked. Nothing is held back, so a
+file read in pieces folds exactly as one read at once.
 """
 
 from __future__ import annotations
@@ -31,11 +38,26 @@ class Event:
     elapsed_s: float | None = None
     ts: str | None = None
     at: float | None = None  # ts as POSIX seconds, for elapsed time when the log has no elapsed_s
+    #: The observation's hash, when only the hash is known (a replay of stored ``steps`` rows,
+    #: which keep the hash, never the text). Used in place of hashing ``observation``.
+    observation_hash: str | None = None
+    #: Meters the log left out although the event holds a value for the machine (seed 000 reads
+    #: a missing observation as "" and a missing tool_error as false).
+    unmetered: frozenset[str] = frozenset()
+    same_round: bool = False  # continues the current round (see the module docstring)
+
+    @property
+    def has_observation(self) -> bool:
+        return self.observation is not None or self.observation_hash is not None
 
     @property
     def is_step(self) -> bool:
         """Seed 002 counts every model call and every tool action as one step."""
-        return self.action not in MARKERS
+        return self.action not in MARKERS and not self.same_round
+
+    @property
+    def is_marker(self) -> bool:
+        return self.action in MARKERS
 
 
 #: The meters a log can carry (seed 000 step 4: a cap whose meter is absent cannot be honoured).
@@ -58,11 +80,21 @@ def meters_of(event: Event) -> set[str]:
         found.add("output_tokens")
     if event.tool_error is not None:
         found.add("tool_errors")
-    if event.observation is not None:
+    if event.has_observation:
         found.add("observations")
     if event.elapsed_s is not None:
         found.add("elapsed_time")
-    return found
+    return found - event.unmetered
+
+
+def observation_digest(event: Event) -> str | None:
+    """The hash of the event's observation: precomputed if given, else seed 000's hash of the
+    text; None if the event carries no observation."""
+    if event.observation_hash is not None:
+        return event.observation_hash
+    if event.observation is not None:
+        return observation_hash(event.observation)
+    return None
 
 
 def observation_hash(text: str) -> str:

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from .dialects import TRACE, RecordError, detect, parse_json
+from .dialects import RecordError, parse_json
+from .importers import DOCUMENTS, detect_any
 from .source import BOM
 
 SUFFIXES = (".jsonl", ".json")
@@ -89,7 +90,7 @@ def sniff(path: Path, max_line: int = DEFAULT_MAX_LINE, forced: str | None = Non
         if not complete and not forced and b"\x00" in first:
             # No newline yet, and a NUL: a compressed or other binary file, not a line.
             return FileInfo(path, stat.st_size, stat.st_mtime, None, sha(first), BINARY)
-        if forced == TRACE or (not complete and len(first) <= max_line and first.strip()):
+        if forced in DOCUMENTS or (not complete and len(first) <= max_line and first.strip()):
             # A trace is one document, whatever its lines. A single record with no newline
             # is a whole-document trace, or a line still being written.
             return _sniff_document(path, stat, forced, f, first, max_line)
@@ -102,11 +103,11 @@ def sniff(path: Path, max_line: int = DEFAULT_MAX_LINE, forced: str | None = Non
         if dialect is None and problem != BINARY:
             # Perhaps one document over several lines: a trace, maybe still being written.
             document = _sniff_document(path, stat, None, f, first, max_line)
-            if document.dialect == TRACE or document.fingerprint is None:
+            if document.dialect in DOCUMENTS or document.fingerprint is None:
                 return document
             if not jsonl:  # its first line is no JSON value: say what is wrong with it
                 problem = document.problem
-        elif dialect == TRACE and stat.st_size > max_line:  # a trace is read whole
+        elif dialect in DOCUMENTS and stat.st_size > max_line:  # a document is read whole
             dialect, problem = None, _too_large(stat.st_size, max_line)
         return FileInfo(path, stat.st_size, stat.st_mtime, dialect, fingerprint, problem)
 
@@ -137,7 +138,7 @@ def _sniff_lines(
                 pass
             else:
                 jsonl = jsonl or line is first
-                dialect = detect(value)
+                dialect = detect_any(value)
                 if dialect is not None:
                     return dialect, None, True
         line = f.readline(max_line + 1)
@@ -147,7 +148,8 @@ def _sniff_lines(
         return None, BINARY, jsonl
     return None, (
         "cannot tell the dialect: no line in the first "
-        f"{SNIFF_LINES} is a trace, a gate ledger line or a native event"
+        f"{SNIFF_LINES} is a trace, a gate ledger line, a native event or an agent log "
+        "(Claude Code, Codex, Langfuse)"
     ), jsonl
 
 
@@ -161,13 +163,13 @@ def _sniff_document(
     f.seek(0)
     data = f.read()
     try:
-        dialect = forced or detect(parse_json(data.removeprefix(BOM)))
+        dialect = forced or detect_any(parse_json(data.removeprefix(BOM)))
         problem = None if dialect else "cannot tell the dialect of this JSON document"
     except RecordError as exc:
         if _unfinished(data):
             return FileInfo(path, stat.st_size, stat.st_mtime, None, None)  # wait for it
         dialect, problem = None, f"not a ledger: {exc}"
-    if dialect not in (TRACE, None):
+    if dialect is not None and dialect not in DOCUMENTS:
         # One complete JSONL record without its newline yet: wait for it.
         return FileInfo(path, stat.st_size, stat.st_mtime, None, None)
     return FileInfo(path, stat.st_size, stat.st_mtime, dialect, sha(data), problem)

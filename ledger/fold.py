@@ -73,6 +73,7 @@ class Session:
     retry: Run | None = None
     repeat: Run | None = None
     meters: list[str] = field(default_factory=list)
+    parent_session_id: str | None = None  # a sub-agent's session links to its parent's
 
     def row(self) -> dict[str, Any]:
         """The ``sessions`` row as it stands now."""
@@ -105,6 +106,7 @@ class Session:
             "meters": ",".join(self.meters),
             "budget": self.budget.to_json(),
             "budget_digest": self.budget.digest,
+            "parent_session_id": self.parent_session_id,
         }
 
     def open_incidents(self) -> list[dict[str, Any]]:
@@ -180,6 +182,9 @@ class Fold:
         detail = self.clean(session, event.detail)
         vendor = self.clean(session, event.vendor_stop)
         tool = self.clean(session, event.tool, 200)
+        if event.action == "start":
+            # A new turn: the last turn's terminal signal no longer says how the log ends.
+            session.recorded_stop = session.vendor_stop = None
         recorded = event.outcome or _reason_value(classify(event.vendor_stop, self.vendor_map))
         if recorded is not None and recorded != CONTINUE:
             session.recorded_stop = recorded
@@ -190,7 +195,7 @@ class Fold:
                 vendor or "", state.events, state.events, 1, detail, event.ts, event.ts,
                 event.output_tokens or 0, event.tool_calls or 0,
             )))
-        has_obs = event.observation is not None
+        has_obs = event.has_observation
         row = {
             "session_id": session.session_id,
             "idx": state.events,
@@ -216,6 +221,7 @@ class Fold:
             "source_id": session.source_id,
             "source_line": line,
             "source_offset": offset,
+            "same_round": int(event.same_round),
         }
         return row, incidents
 
@@ -243,7 +249,7 @@ class Fold:
             closed += _close(_retry_row(session))
             session.retry = None
         # No-progress runs: the same observation hash seen again (events without one skip).
-        if event.observation is not None:
+        if event.has_observation:
             state = session.state
             run = session.repeat
             if run is not None and state.observation_repeats > 1:

@@ -19,18 +19,19 @@ from typing import Any
 
 import sqlite_utils
 
-from . import store
+from . import store, verdict_store
 from .budget import Budget
-from .dialects import TRACE
 from .files import DEFAULT_MAX_LINE, FileInfo, Line, discover, read_lines, sha, sniff, tail_hash
 from .fold import Fold, Redactor, Session
+from .importers import DOCUMENTS
 from .redact import redact
 from .source import Cursor, SourceFold
 from .vendors import DEFAULT_VENDOR_MAP
 
 #: Bumped when the same file would give other rows: every source is then folded again.
-#: 2: the retry-storm key and the stop detail are redacted (rows of 1 may hold secrets).
-FOLD_VERSION = "2"
+#: 2: agent-log importers, round continuations. 3: the retry-storm key and the stop detail
+#: are redacted (rows of 1 and 2 may hold secrets there).
+FOLD_VERSION = "3"
 DEFAULT_BATCH = 20_000
 DEFAULT_INTERVAL = 1.0  # seconds between two passes of --follow
 
@@ -74,6 +75,7 @@ class Summary:
     sessions: set[str] = field(default_factory=set)
     stop_reasons: Counter[str] = field(default_factory=Counter)
     redactions: int = 0
+    unknown_records: dict[str, Counter[str]] = field(default_factory=dict)  # path -> type -> n
     passes: int = 1
 
     def to_dict(self) -> dict[str, Any]:
@@ -92,6 +94,10 @@ class Summary:
             "stop_reasons": dict(sorted(self.stop_reasons.items())),
             "notices": self.notices,
             "waiting": self.waiting,
+            "unknown_records": {
+                path: dict(sorted(counts.items()))
+                for path, counts in sorted(self.unknown_records.items())
+            },
             "passes": self.passes,
         }
 
@@ -123,6 +129,7 @@ class Ingester:
         """One pass over ``paths``; stops between batches once ``should_stop()`` is true."""
         self.summary.files = self.summary.unchanged_files = 0
         self.summary.waiting = []
+        before = (self.summary.new_files, self.summary.updated_files)
         for path in discover(paths, missing_ok):
             if self.should_stop():
                 break
@@ -131,6 +138,8 @@ class Ingester:
             except OSError as exc:  # gone or unreadable since it was listed
                 self._notice(f"{path}: could not be read ({exc.strerror or exc}); skipped")
         self.summary.stop_reasons = count_stop_reasons(self.db, self.summary.sessions)
+        changed = (self.summary.new_files, self.summary.updated_files) != before
+        verdict_store.after_ingest(self.db, changed)
         return self.summary
 
     def _redact(self, text: str) -> tuple[str, int]:
@@ -153,7 +162,7 @@ class Ingester:
             return
         if info.dialect is None:
             self._ingest_unknown(info, source)
-        elif info.dialect == TRACE:
+        elif info.dialect in DOCUMENTS:
             self._ingest_document(info, source)
         else:
             self._ingest_lines(info, source)
@@ -163,7 +172,7 @@ class Ingester:
     def _claim(self, conn: Any, info: FileInfo) -> dict[str, Any] | None:
         """The ``sources`` row to continue from (new, resumed or reset), or None if unchanged."""
         digest = self.options.fold_digest
-        known = store.sources_for(conn, str(info.path), info.fingerprint or "")
+        known = store.sources_like(conn, str(info.path), info.fingerprint or "")
         here = [s for s in known if s["path"] == str(info.path)]
         same = [s for s in here if s["fingerprint"] == info.fingerprint]
         if not same:
@@ -209,8 +218,8 @@ class Ingester:
         if source["dialect"] != info.dialect:
             # A file too short to tell its dialect at first, and now long enough.
             return f"now read as {info.dialect or 'unknown'}, not {source['dialect'] or 'unknown'}"
-        if source["dialect"] == TRACE and info.size != source["offset"]:
-            return "changed (a trace is one document)"
+        if source["dialect"] in DOCUMENTS and info.size != source["offset"]:
+            return "changed (a JSON document is read whole)"
         if not _continues(source, info):
             return "rewritten (the bytes already read have changed)"
         return None
@@ -234,6 +243,7 @@ class Ingester:
             "blank_lines": 0,
             "fold_digest": digest,
             "cursor": json.dumps(Cursor().to_dict()),
+            "unknown_records": None,
             "first_ingested_at": at,
             "ingested_at": at,
         }
@@ -336,6 +346,8 @@ class Ingester:
         source["lines"] = fold.cursor.line
         self.summary.blank_lines += fold.cursor.blank_lines - (source["blank_lines"] or 0)
         source["blank_lines"] = fold.cursor.blank_lines
+        unknown = fold.cursor.unknown
+        source["unknown_records"] = json.dumps(unknown, sort_keys=True) if unknown else None
         source["ingested_at"] = store.now()
         store.write_batch(
             conn,
@@ -349,6 +361,8 @@ class Ingester:
         self.summary.steps += len(out.steps)
         self.summary.errors += len(out.errors)
         self.summary.sessions.update(s.session_id for s in touched)
+        if out.unknown:
+            self.summary.unknown_records.setdefault(source["path"], Counter()).update(out.unknown)
 
     def _notice(self, message: str) -> None:
         self.summary.notices.append(message)
@@ -387,7 +401,7 @@ def _continues(source: dict[str, Any], info: FileInfo) -> bool:
     """Whether the file ``info`` still holds the bytes ``source`` has read."""
     if source["offset"] > info.size:
         return False
-    if source["dialect"] == TRACE or not source["offset"]:
+    if source["dialect"] in DOCUMENTS or not source["offset"]:
         return True
     try:
         with info.path.open("rb") as f:

@@ -7,10 +7,10 @@ matched by users' SQL. Never rename one; add new reasons at the end.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 
-class StopReason(str, Enum):
+class StopReason(StrEnum):
     # Seed 000: the loop budget.
     TASK_COMPLETE = "task_complete"
     MAX_ROUNDS = "max_rounds"

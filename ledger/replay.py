@@ -6,10 +6,12 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .dialects import TRACE
+from .dialects import NATIVE, RecordError, parse_json
 from .files import discover, read_lines, sniff
+from .fold import Session
+from .importers import DOCUMENTS
 from .ingest import Options, task_class_for
-from .source import SourceFold
+from .source import BOM, SourceFold
 
 
 def replay(
@@ -29,7 +31,7 @@ def replay(
             pass  # nothing complete to read yet
         elif info.dialect is None:
             source.error(1, 0, info.problem or "cannot tell the dialect", b"")
-        elif info.dialect == TRACE:
+        elif info.dialect in DOCUMENTS:
             source.feed_document(path.read_bytes())
         else:
             with path.open("rb") as f:
@@ -47,3 +49,36 @@ def replay(
                     errors.extend(source.take()[0].errors)
         errors.extend(source.take()[0].errors)
         yield [s.row() for s in source.sessions.values()], errors
+
+
+def replay_session(
+    path: str | Path, session_id: str, options: Options | None = None, end: int | None = None
+) -> Session | None:
+    """One native session of ``path``, replayed as ingest would, from the lines before byte
+    ``end`` (all complete lines if None). Lines of other sessions are skipped unread by the
+    fold; a line of this session that the reader refuses is put aside, as ingest does."""
+    options = options or Options()
+    path = Path(path)
+    source = SourceFold(
+        options.make_fold(), "", str(path), NATIVE, task_class_for(path, options)
+    )
+    with path.open("rb") as f:
+        offset = 0
+        while end is None or offset < end:
+            lines, offset = read_lines(f, offset, 10_000, options.max_line)
+            if not lines:
+                break
+            for line in lines:
+                if end is not None and line.offset >= end:
+                    break
+                if not line.oversize and _session_of(line.raw) == session_id:
+                    source.feed_line(line.raw, line.offset)
+    return source.sessions.get(session_id)
+
+
+def _session_of(raw: bytes) -> Any:
+    try:
+        value = parse_json(raw.removeprefix(BOM).rstrip(b"\r"))
+    except RecordError:
+        return None
+    return value.get("session") if isinstance(value, dict) else None

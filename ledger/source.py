@@ -8,7 +8,8 @@ carry on later as if it had never stopped.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -23,6 +24,7 @@ from .dialects import (
     trace_rounds,
 )
 from .fold import Fold, Session
+from .importers import LANGFUSE, UnknownRecord, langfuse, line_reader
 
 RAW_MAX = 500
 REASON_MAX = 300
@@ -36,14 +38,20 @@ OwnerLookup = Callable[[str], "str | None"]
 
 @dataclass
 class Cursor:
-    """How far into a source the fold has got."""
+    """How far into a source the fold has got.
+
+    ``reader`` is an importer's state between lines (JSON-serialisable, see
+    ``ledger.importers``); ``unknown`` counts the records of unknown types skipped, by type.
+    """
 
     line: int = 0
     gate_runs: int = 0
     gate_last_step: int = 0
     blank_lines: int = 0
+    reader: dict[str, Any] = field(default_factory=dict)
+    unknown: dict[str, int] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, int]:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -52,6 +60,7 @@ class Output:
     steps: list[dict[str, Any]] = field(default_factory=list)
     incidents: list[dict[str, Any]] = field(default_factory=list)
     errors: list[dict[str, Any]] = field(default_factory=list)
+    unknown: Counter[str] = field(default_factory=Counter)
 
 
 class SourceFold:
@@ -90,12 +99,34 @@ class SourceFold:
             self.cursor.blank_lines += 1
             return
         try:
-            record = self._record(parse_json(raw))
-            session = self._session_for(record)
+            records = self._records(parse_json(raw))
+        except UnknownRecord as exc:
+            self._unknown([exc.kind])
+            return
         except RecordError as exc:
             self.error(line, offset, str(exc), raw)
             return
-        self._step(session, record, line, offset)
+        self._steps(records, line, offset, raw)
+
+    def _steps(
+        self, records: Iterable[Record | RecordError], line: int | None, offset: int | None,
+        raw: bytes,
+    ) -> None:
+        for record in records:
+            try:
+                if isinstance(record, RecordError):
+                    raise record
+                session = self._session_for(record)
+            except RecordError as exc:
+                self.error(line, offset, str(exc), raw)
+                continue
+            self._step(session, record, line, offset)
+
+    def _unknown(self, kinds: Iterable[str]) -> None:
+        """Records of types this version does not know: counted per file, skipped."""
+        for kind in kinds:
+            self.cursor.unknown[kind] = self.cursor.unknown.get(kind, 0) + 1
+            self.out.unknown[kind] += 1
 
     def error(self, line: int | None, offset: int | None, reason: str, raw: bytes) -> None:
         """Put a record aside. Its reason may quote the record, so both are redacted."""
@@ -116,12 +147,15 @@ class SourceFold:
             }
         )
 
-    def _record(self, value: Any) -> Record:
+    def _records(self, value: Any) -> list[Record]:
         if self.dialect == NATIVE:
-            return native_record(value)
+            return [native_record(value)]
         if self.dialect == GATE:
-            return gate_record(value)
-        raise RecordError(f"the {self.dialect} dialect is not line-based")
+            return [gate_record(value)]
+        reader = line_reader(self.dialect)
+        if reader is None:
+            raise RecordError(f"the {self.dialect} dialect is not line-based")
+        return reader(value, self.cursor.reader, self.source_id)
 
     def _session_for(self, record: Record) -> Session:
         if self.dialect == GATE:
@@ -130,6 +164,8 @@ class SourceFold:
                 self.cursor.gate_runs += 1
             self.cursor.gate_last_step = record.step
             return self._open(f"{self.source_id}-{self.cursor.gate_runs}", None)
+        if record.session is None:
+            raise RecordError("record names no session")
         assert record.session is not None
         session_id = record.session
         if session_id not in self.sessions:
@@ -139,9 +175,12 @@ class SourceFold:
                     f"session {session_id!r} already belongs to another ledger file "
                     f"(source {owner}); session ids must be unique to one file"
                 )
-        return self._open(session_id, record.task_class)
+        return self._open(session_id, record.task_class, parent=record.parent)
 
-    def _open(self, session_id: str, task_class: str | None, task: str | None = None) -> Session:
+    def _open(
+        self, session_id: str, task_class: str | None, task: str | None = None,
+        parent: str | None = None,
+    ) -> Session:
         session = self.sessions.get(session_id)
         if session is None:
             session = self.fold.new_session(
@@ -151,6 +190,7 @@ class SourceFold:
                 dialect=self.dialect,
                 task_class=task_class or self.task_class,
                 task=task,
+                parent_session_id=parent,
             )
             self.sessions[session_id] = session
         elif task_class and session.state.events == 0:
@@ -168,14 +208,28 @@ class SourceFold:
     # -- whole documents ---------------------------------------------------------------------
 
     def feed_document(self, raw: bytes) -> None:
-        """A trace (seed 000): one JSON document holding one session."""
+        """A whole-document dialect: a trace (seed 000) or a Langfuse export, one session each."""
         if raw.startswith(BOM):
             raw = raw[len(BOM):]
         try:
-            header, rounds = trace_rounds(parse_json(raw))
+            value = parse_json(raw)
+            if self.dialect == LANGFUSE:
+                doc = langfuse.document(value)
+            else:
+                header, rounds = trace_rounds(value)
         except RecordError as exc:
             self.error(_error_line(str(exc)), 0, str(exc), raw)
             return
+        if self.dialect == LANGFUSE:
+            self._unknown(doc.unknown.elements())
+            self._steps(doc.items, None, None, b"")
+        else:
+            self._feed_trace(header, rounds)
+        self.cursor.line = raw.count(b"\n") + 1
+
+    def _feed_trace(
+        self, header: dict[str, Any], rounds: Iterable[tuple[int, Record | RecordError]]
+    ) -> None:
         task_class = header.get("task_class") if isinstance(header.get("task_class"), str) else None
         task = header.get("task") if isinstance(header.get("task"), str) else None
         session = self._open(self.source_id, task_class)
@@ -185,7 +239,6 @@ class SourceFold:
                 self.error(None, None, f"rounds[{index - 1}]: {item}", b"")
                 continue
             self._step(session, item, None, None)
-        self.cursor.line = raw.count(b"\n") + 1
 
     def take(self) -> tuple[Output, list[Session]]:
         """The rows produced since the last take, and the sessions they touched."""

@@ -11,7 +11,7 @@ import json
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -138,8 +138,75 @@ def _write_stop_reasons(db: sqlite_utils.Database) -> None:
     )
 
 
-def _m002_sources_lookup(db: sqlite_utils.Database) -> None:
-    """Ingest looks sources up by path and by fingerprint for every file, every pass."""
+def _m002_verdicts(db: sqlite_utils.Database) -> None:
+    """Migration verdicts (see ledger/verdicts.py): derived tables, rewritten after each ingest."""
+    db["session_parity"].create(
+        {
+            "session_id": str, "task_class": str, "dialect": str, "parity": str,
+            "recorded_stop": str, "vendor_stop": str, "replay_stop": str, "stop_detail": str,
+            "unit": str, "recorded_count": int, "replay_count": int, "count_diff": int,
+            "recorded_tool_calls": int, "replay_tool_calls": int, "tool_call_diff": int,
+            "tolerance": int, "parity_detail": str,
+        },
+        pk="session_id",
+    )
+    db["cap_coverage"].create(
+        {
+            "task_class": str, "rule": str, "cap": str, "meter": str,
+            "sessions_in_force": int, "sessions_missing": int, "honoured": int,
+            "missing_sessions": str, "must_observe": str, "fail_closed_if_missing": str,
+            "instrument": str,
+        },
+        pk=("task_class", "rule"),
+    )
+    db["task_classes"].create(
+        {
+            "task_class": str, "verdict": str, "reason_kinds": str, "reasons": str,
+            "sessions": int, "checked_sessions": int, "matches": int, "mismatches": int,
+            "no_recorded_stop": int, "completes_without_signal": int,
+            "unknown_vendor_stops": str, "unmetered_caps": str, "stop_reasons": str,
+            "recorded_stops": str, "meter_coverage": str, "tolerance": int,
+            "min_sessions": int,
+        },
+        pk="task_class",
+    )
+    db["verdict_settings"].create(
+        {"id": int, "tolerance": int, "min_sessions": int, "computed_at": str}, pk="id"
+    )
+    db.create_view(
+        "meter_gaps",
+        "select task_class, cap, rule, meter, sessions_missing, sessions_in_force, "
+        "missing_sessions, fail_closed_if_missing, instrument "
+        "from cap_coverage where sessions_missing > 0",
+    )
+    for table, columns in (
+        ("session_parity", ["task_class"]),
+        ("session_parity", ["parity"]),
+        ("task_classes", ["verdict"]),
+    ):
+        db[table].create_index(columns)
+
+
+def _m003_leftovers(db: sqlite_utils.Database) -> None:
+    """Findings of ``agent-ledger leftovers``: second control planes in a code base."""
+    db["leftovers"].create(
+        {
+            "repo": str, "path": str, "line": int, "category": str, "matched": str,
+            "text": str, "action": str, "scanned_at": str,
+        },
+        pk=("repo", "path", "line", "category"),
+    )
+    db["leftovers"].create_index(["category"])
+
+
+def _m004_real_agent_logs(db: sqlite_utils.Database) -> None:
+    """Imported agent logs: sub-agent links, round continuations, unknown records, and source
+    lookups by path and fingerprint."""
+    db["sessions"].add_column("parent_session_id", str)
+    db["steps"].add_column("same_round", int)
+    db["sources"].add_column("unknown_records", str)
+    db["sessions"].create_index(["parent_session_id"])
+    # A folder of agent logs holds thousands of files: look each one's identity up, not scan.
     db["sources"].create_index(["path"])
     db["sources"].create_index(["fingerprint"])
 
@@ -147,7 +214,9 @@ def _m002_sources_lookup(db: sqlite_utils.Database) -> None:
 #: Ordered and append-only: never edit a migration that has shipped, add a new one.
 MIGRATIONS: Sequence[tuple[str, Migration]] = (
     ("001_initial", _m001_initial),
-    ("002_sources_lookup", _m002_sources_lookup),
+    ("002_verdicts", _m002_verdicts),
+    ("003_leftovers", _m003_leftovers),
+    ("004_real_agent_logs", _m004_real_agent_logs),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -182,7 +251,7 @@ def migrate(db: sqlite_utils.Database) -> list[str]:
 
 
 def now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 # --- batch writes --------------------------------------------------------------------------
@@ -231,6 +300,12 @@ def write_batch(
     _upsert(conn, "sources", [source])
 
 
+def replace_all(conn: sqlite3.Connection, table: str, rows: Sequence[dict[str, Any]]) -> None:
+    """Replace a derived table's rows. Call inside :func:`immediate`."""
+    conn.execute(f"DELETE FROM [{table}]")
+    _upsert(conn, table, rows)
+
+
 def forget_source(conn: sqlite3.Connection, source_id: str) -> None:
     """Delete everything that came from one source (before it is read again from the start)."""
     sessions = "SELECT session_id FROM sessions WHERE source_id = ?"
@@ -250,8 +325,9 @@ def source_row(conn: sqlite3.Connection, source_id: str) -> dict[str, Any] | Non
     return dict(zip([d[0] for d in cursor.description], row, strict=True))
 
 
-def sources_for(conn: sqlite3.Connection, path: str, fingerprint: str) -> list[dict[str, Any]]:
-    """The sources a file at ``path`` with ``fingerprint`` can be: there before, or moved."""
+def sources_like(conn: sqlite3.Connection, path: str, fingerprint: str) -> list[dict[str, Any]]:
+    """The sources at ``path`` or with ``fingerprint``: all a file's identity can match (one
+    lookup per file, not a scan of every source, so ingest stays linear in the files)."""
     cursor = conn.execute(
         "SELECT * FROM sources WHERE path = ? OR fingerprint = ?", (path, fingerprint)
     )
@@ -259,11 +335,10 @@ def sources_for(conn: sqlite3.Connection, path: str, fingerprint: str) -> list[d
     return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
-def source_ids_from(conn: sqlite3.Connection, base: str) -> set[str]:
-    """The source ids taken among ``base`` and ``base-N``."""
+def source_ids_from(conn: sqlite3.Connection, prefix: str) -> set[str]:
+    """Source ids that start with ``prefix`` (the candidates a new id must not collide with)."""
     rows = conn.execute(
-        "SELECT source_id FROM sources WHERE source_id = ? OR source_id LIKE ?",
-        (base, base + "-%"),
+        "SELECT source_id FROM sources WHERE substr(source_id, 1, ?) = ?", (len(prefix), prefix)
     )
     return {source_id for (source_id,) in rows}
 

@@ -55,27 +55,18 @@ Vendor map files (TOML) extend or override the default map; see :func:`load_vend
 a default entry back out, map it to ``"unknown_vendor"`` (or start with ``replace = true``).
 :func:`vendor_map_entry` renders one ready-to-paste line for such a file.
 
-Pure and stdlib only. TOML files are read with ``tomllib`` (Python 3.11+) or, on 3.10, with
-``tomli`` if it is installed.
+Pure and stdlib only; TOML files are read with ``tomllib``.
 """
 
 from __future__ import annotations
 
 import difflib
-import sys
+import tomllib as _toml
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 from ledger.reasons import CONTINUE, SEED_VENDOR_MAP, StopReason
-
-if sys.version_info >= (3, 11):
-    import tomllib as _toml
-else:  # pragma: no cover - exercised only on Python 3.10
-    try:
-        import tomli as _toml
-    except ModuleNotFoundError:
-        _toml = None
 
 __all__ = [
     "DEFAULT_VENDOR_MAP",
@@ -349,7 +340,7 @@ def load_vendor_map(path: str | Path, base: VendorMap = DEFAULT_VENDOR_MAP) -> d
 
     Raises VendorMapError (a ValueError) naming the file and key for bad TOML, unknown tables or
     keys, unknown reason names, non-string values and empty strings. An unreadable file raises
-    the usual OSError. Without tomllib (Python < 3.11) or tomli, raises ImportError.
+    the usual OSError.
     """
     path = Path(path)
     data = _read_toml(path)
@@ -417,11 +408,6 @@ def load_vendor_map(path: str | Path, base: VendorMap = DEFAULT_VENDOR_MAP) -> d
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
-    if _toml is None:  # only on Python 3.10 without tomli
-        raise ImportError(
-            f"cannot read vendor map {path}: reading TOML needs Python 3.11+ (tomllib) or the "
-            "'tomli' package (pip install tomli)"
-        )
     with path.open("rb") as handle:
         try:
             return _toml.load(handle)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from ledger.ingest import ingest
+from ledger.ingest import Options, ingest
 from tests.helpers import SAMPLES
 
 
@@ -42,3 +42,21 @@ def write_jsonl() -> Callable[..., Path]:
 
     return write
 
+
+
+@pytest.fixture
+def ingest_logs(tmp_path: Path, write_jsonl: Callable[..., Path]) -> Callable[..., Path]:
+    """Ingest log files, or lists of records (each written to a file of its own), into one
+    database; returns its path."""
+
+    def run(*sources: list[Any] | Path, dialect: str | None = None) -> Path:
+        db = tmp_path / "ledger.db"
+        paths = [
+            source if isinstance(source, Path)
+            else write_jsonl(tmp_path / "logs" / f"log-{i}.jsonl", source)
+            for i, source in enumerate(sources)
+        ]
+        ingest(db, paths, Options(dialect=dialect))
+        return db
+
+    return run

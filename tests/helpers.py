@@ -13,6 +13,7 @@ import sqlite_utils
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_ledgers"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+REAL_LOGS = FIXTURES / "real-agent-logs"  # public Claude Code, Codex and Langfuse samples
 
 
 def scratch_dir() -> tempfile.TemporaryDirectory[str]:
@@ -30,6 +31,14 @@ def rows(db_path: Path, sql: str, params: Iterable[Any] = ()) -> list[dict[str, 
         db.conn.close()
 
 
+def session_row(db_path: Path, session_id: str = "s1") -> dict[str, Any]:
+    return rows(db_path, "select * from sessions where session_id = ?", [session_id])[0]
+
+
+def step_rows(db_path: Path, session_id: str = "s1") -> list[dict[str, Any]]:
+    return rows(db_path, "select * from steps where session_id = ? order by idx", [session_id])
+
+
 def dump(db_path: Path) -> dict[str, list[dict[str, Any]]]:
     """Everything a user can see in the database, in a stable order, minus ingest times."""
     tables = {
@@ -38,7 +47,7 @@ def dump(db_path: Path) -> dict[str, list[dict[str, Any]]]:
         "incidents": "select * from incidents order by session_id, kind, start_idx",
         "ingest_errors": "select source_id, path, line, offset, reason, raw from ingest_errors "
         "order by source_id, offset, line, reason",
-        "sources": "select source_id, path, dialect, task_class, fingerprint, check_hash, "
+        "sources": "select source_id, path, dialect, fingerprint, check_hash, "
         "offset, size, lines, blank_lines, fold_digest, cursor from sources order by source_id",
         "fold_state": "select * from fold_state order by session_id",
     }

@@ -173,6 +173,35 @@ def test_markers_are_not_steps() -> None:
     assert (state.events, state.steps, state.stop_reason) == (3, 1, None)
 
 
+def more(tools: int | None = None, tokens: int | None = None, obs: str | None = None,
+         error: bool | None = None) -> Event:
+    """An event that continues the current round (a later line of the same response)."""
+    return Event("round", tool_calls=tools, output_tokens=tokens, observation=obs,
+                 tool_error=error, same_round=True)
+
+
+def test_a_continuation_adds_to_the_round_without_a_new_round_or_step() -> None:
+    state = run([rnd(1, 10), more(tools=2, tokens=5), more(obs="result", error=True)])
+    assert (state.rounds, state.steps, state.events) == (1, 1, 3)
+    assert (state.tool_calls, state.output_tokens, state.tool_errors) == (3, 15, 1)
+
+
+def test_a_continuation_is_held_to_the_loop_caps() -> None:
+    state = run([rnd(1), more(tools=1), more(tools=1)], Budget(max_tool_calls=3), LOOP_ONLY)
+    assert (state.stop_reason, state.stop_at) == (R.MAX_TOOL_CALLS, 3)
+    errors = [rnd(1), more(obs="a", error=True), more(obs="b", error=True)]
+    state = run(errors, Budget(max_consecutive_tool_errors=2), LOOP_ONLY)
+    assert (state.stop_reason, state.stop_at) == (R.TOOL_ERROR_BUDGET, 3)
+    same = [rnd(1), more(obs="x"), more(obs="x")]
+    assert run(same, Budget(no_progress_rounds=2), LOOP_ONLY).stop_reason is R.NO_PROGRESS
+
+
+def test_a_continuation_takes_no_step_of_the_gate() -> None:
+    events = [rnd(1)] + [more(tools=1)] * 20
+    state = run(events, Budget(max_steps=1, max_tool_calls=None))
+    assert (state.steps, state.stop_reason) == (1, None)
+
+
 def test_events_after_the_stop_are_counted_but_cannot_stop_again() -> None:
     state = run([act("write")] * 5, Budget(max_writes=1), GATE_ONLY)
     assert (state.stop_reason, state.stop_at, state.writes, state.events) == (
@@ -379,3 +408,23 @@ def test_replay_is_deterministic(rounds, budget) -> None:
         return run([r.event for _, r in records], budget).to_dict()
 
     assert once() == once()
+
+
+@pytest.mark.parametrize(
+    "budget",
+    [Budget(max_rounds=0), Budget(max_tool_calls=0), Budget(max_output_tokens=0),
+     Budget(max_consecutive_tool_errors=0)],
+)
+def test_a_zero_loop_cap_does_not_trip_on_an_action_that_measured_nothing(budget) -> None:
+    assert run([act("read"), act("think")], budget).stop_reason is None
+
+
+def test_a_zero_round_cap_trips_on_the_first_round() -> None:
+    state = run([act("read"), rnd(obs="a")], Budget(max_rounds=0))
+    assert (state.stop_reason, state.stop_at) == (R.MAX_ROUNDS, 2)
+
+
+def test_a_string_mapped_to_unknown_vendor_fails_closed() -> None:
+    machine = Machine(Budget(), LOOP_ONLY, {**SEED_VENDOR_MAP, "weird": "unknown_vendor"})
+    state = State()
+    assert machine.advance(state, rnd(vendor="weird")) is R.UNKNOWN_VENDOR

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -152,7 +152,7 @@ def test_native_ignores_unknown_fields() -> None:
     assert record.event.action == "round"
 
 
-BASE = datetime(2026, 11, 29, 22, 0, 0, tzinfo=timezone.utc).timestamp()
+BASE = datetime(2026, 11, 29, 22, 0, 0, tzinfo=UTC).timestamp()
 
 
 @pytest.mark.parametrize(
@@ -220,3 +220,15 @@ def test_non_string_vendor_stop_fails_closed_like_the_seed() -> None:
 def test_a_trace_needs_rounds() -> None:
     with pytest.raises(RecordError, match="a trace needs a 'rounds' array"):
         trace_rounds({"task": "t", "rounds": {}})
+
+
+def test_trace_fields_read_with_seed_defaults_are_not_counted_as_meters() -> None:
+    from ledger.events import meters_of
+
+    _, rounds = trace_rounds({"rounds": [
+        {"tool_calls": [], "output_tokens": 5, "observation": "x", "tool_error": False},
+        {"output_tokens": 5},
+    ]})
+    full, bare = (meters_of(record.event) for _, record in rounds)
+    assert full == {"round_counter", "tool_calls", "output_tokens", "observations", "tool_errors"}
+    assert bare == {"round_counter", "output_tokens"}

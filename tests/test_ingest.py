@@ -444,7 +444,7 @@ def test_a_grown_one_line_trace_is_read_again_not_continued(
     ingest(db_path, [trace])
     trace.write_text(json.dumps(doc) + "\n\n")  # whitespace appended: the same document
     summary = ingest(db_path, [trace])
-    assert any("a trace is one document" in n for n in summary.notices)
+    assert any("a JSON document is read whole" in n for n in summary.notices)
     (session,) = rows(db_path, "select * from sessions")
     assert (session["rounds"], session["output_tokens"]) == (1, 5)
 

@@ -127,7 +127,7 @@ EXPECTED: dict[str, tuple[int, list[tuple[int | None, str]]]] = {
     "binary.jsonl": (0, [(1, "binary file")]),  # gzip data
     "unknown-dialect.jsonl": (0, [
         (1, "cannot tell the dialect: no line in the first 50 is a trace, a gate ledger "
-            "line or a native event"),
+            "line, a native event or an agent log (Claude Code, Codex, Langfuse)"),
     ]),
     "partial-last-line.jsonl": (1, []),  # the last line is still being written: left for later
     "empty.jsonl": (0, []),  # nothing to read yet

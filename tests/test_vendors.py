@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -21,11 +22,6 @@ from ledger.vendors import (
     load_vendor_map,
     vendor_map_entry,
 )
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # Python 3.10: the module reads TOML with tomli, and so do these tests
-    tomllib = pytest.importorskip("tomli")
 
 TC = StopReason.TASK_COMPLETE
 ROUNDS = StopReason.MAX_ROUNDS
@@ -200,7 +196,7 @@ def test_module_is_stdlib_only():
             modules.update(alias.name.split(".")[0] for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0:
             modules.add(node.module.split(".")[0])
-    assert modules - set(sys.stdlib_module_names) <= {"ledger", "tomli"}
+    assert modules - set(sys.stdlib_module_names) <= {"ledger"}
 
 
 # ------------------------------------------------------------------------------------------
@@ -544,14 +540,6 @@ def test_bad_base_is_rejected(tmp_path, base, fragment):
     with pytest.raises(VendorMapError, match="base vendor map") as info:
         load_vendor_map(write(tmp_path, ""), base=base)
     assert fragment in str(info.value)
-
-
-def test_missing_toml_library_is_a_clear_error(tmp_path, monkeypatch):
-    monkeypatch.setattr(vendors, "_toml", None)
-    path = write(tmp_path, "")
-    with pytest.raises(ImportError, match="tomllib.*tomli") as info:
-        load_vendor_map(path)
-    assert str(path) in str(info.value)
 
 
 # ------------------------------------------------------------------------------------------

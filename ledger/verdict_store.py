@@ -1,0 +1,77 @@
+"""The verdict tables: read what :mod:`ledger.verdicts` needs, write what it finds.
+
+``session_parity``, ``cap_coverage`` and ``task_classes`` are derived from ``sessions``,
+``steps`` and ``incidents``; they are rewritten whole, in one transaction, after every ingest
+that changed something and by ``agent-ledger verdicts``. The settings they were computed with
+(tolerance, minimum sessions) are kept in ``verdict_settings`` so that a later ingest keeps them.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+import sqlite_utils
+
+from . import store
+from .verdicts import Settings, Verdicts, compute
+
+SESSIONS_SQL = """
+select
+  s.session_id, s.task_class, s.dialect, s.stop_reason, s.stop_at, s.stop_detail,
+  s.recorded_stop, s.vendor_stop, s.rounds, s.steps, s.tool_calls, s.meters, s.budget,
+  st.total_rounds as stop_rounds, st.total_steps as stop_steps,
+  st.total_tool_calls as stop_tool_calls
+from sessions s
+left join steps st on st.session_id = s.session_id and st.idx = s.stop_at
+order by s.session_id
+"""
+
+UNKNOWN_VENDOR_SQL = """
+select session_id, task_class, key from incidents where kind = 'unknown_vendor'
+order by session_id, start_idx
+"""
+
+
+def _dicts(conn: sqlite3.Connection, sql: str) -> list[dict[str, Any]]:
+    cursor = conn.execute(sql)
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+def stored_settings(conn: sqlite3.Connection) -> Settings:
+    """The settings of the last computation, or the defaults."""
+    row = conn.execute(
+        "SELECT tolerance, min_sessions FROM verdict_settings WHERE id = 1"
+    ).fetchone()
+    return Settings(*row) if row else Settings()
+
+
+def compute_from(conn: sqlite3.Connection, settings: Settings | None = None) -> Verdicts:
+    """Verdicts over the database as it stands, without writing anything."""
+    settings = settings or stored_settings(conn)
+    return compute(_dicts(conn, SESSIONS_SQL), _dicts(conn, UNKNOWN_VENDOR_SQL), settings)
+
+
+def refresh(db: sqlite_utils.Database, settings: Settings | None = None) -> Verdicts:
+    """Recompute the verdict tables and store them with the settings used."""
+    with store.immediate(db) as conn:
+        verdicts = compute_from(conn, settings)
+        store.replace_all(conn, "session_parity", verdicts.parity)
+        store.replace_all(conn, "cap_coverage", verdicts.coverage)
+        store.replace_all(conn, "task_classes", verdicts.classes)
+        store.replace_all(conn, "verdict_settings", [{
+            "id": 1,
+            "tolerance": verdicts.settings.tolerance,
+            "min_sessions": verdicts.settings.min_sessions,
+            "computed_at": store.now(),
+        }])
+    return verdicts
+
+
+def after_ingest(db: sqlite_utils.Database, changed: bool) -> None:
+    """Called at the end of every ingest: recompute if the data changed, or if the verdict
+    tables were never computed (a database made before they existed)."""
+    never = db.conn.execute("SELECT count(*) FROM verdict_settings").fetchone()[0] == 0
+    if changed or never:
+        refresh(db)

@@ -1,0 +1,1 @@
+"""Tests of ledger.compat: the seeds' own tests, and parity with the seeds' code."""

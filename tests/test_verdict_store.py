@@ -1,0 +1,189 @@
+"""The verdict tables in the database: written by ingest, kept in step with the sessions."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ledger import store, verdict_store
+from ledger.budget import Budget
+from ledger.ingest import Options, ingest
+from ledger.verdicts import Settings
+from tests.helpers import rows
+
+EXPECTED_PARITY = {
+    # session: (parity, unit, recorded_count, replay_count)
+    "bf-0001": ("match", "rounds", 3, 3),
+    "bf-0002": ("match", "rounds", 3, 3),
+    "bf-0003": ("mismatch", "rounds", 2, 2),  # unmapped vendor string: fails closed
+    "bf-0004": ("match", "rounds", 1, 1),  # cancelled; the replay runs to the cancel
+    "bf-0005": ("no_recorded_stop", "steps", 5, 3),
+    "bf-0006": ("no_recorded_stop", "rounds", 4, 4),
+}
+
+EXPECTED_VERDICTS = {
+    "bugfix": ("stay_on_paid_path", "unknown_vendor,missing_meter,replay_mismatch"),
+    "docs": ("stay_on_paid_path", "no_terminal_signal,too_few_sessions"),
+    "refactor": ("stay_on_paid_path", "replay_mismatch"),
+}
+
+
+def verdicts(db_path: Path) -> dict[str, tuple[str, str]]:
+    return {
+        r["task_class"]: (r["verdict"], r["reason_kinds"])
+        for r in rows(db_path, "select * from task_classes")
+    }
+
+
+def test_ingest_writes_parity_for_every_session(sample_db: Path) -> None:
+    parity = {r["session_id"]: r for r in rows(sample_db, "select * from session_parity")}
+    assert len(parity) == 15
+    for session_id, expected in EXPECTED_PARITY.items():
+        p = parity[session_id]
+        assert (p["parity"], p["unit"], p["recorded_count"], p["replay_count"]) == expected
+    traces = {p["recorded_stop"]: p for p in parity.values() if p["dialect"] == "trace"}
+    assert {k: v["parity"] for k, v in traces.items()} == {
+        "max_output_tokens": "match", "task_complete": "match", "no_progress": "match",
+        "max_rounds": "mismatch"}
+    assert traces["max_rounds"]["parity_detail"].startswith(
+        "rounds: the log ends after 14, the replay stops after 12 (2 apart; tolerance 1)")
+    assert {p["parity"] for p in parity.values() if p["dialect"] == "gate"} == {
+        "no_recorded_stop"}
+
+
+def test_ingest_judges_every_task_class_of_the_samples(sample_db: Path) -> None:
+    assert verdicts(sample_db) == EXPECTED_VERDICTS
+    bugfix = rows(sample_db, "select * from task_classes where task_class = 'bugfix'")[0]
+    assert json.loads(bugfix["unknown_vendor_stops"]) == {"policy_hidden_v3": 1}
+    assert (bugfix["sessions"], bugfix["checked_sessions"], bugfix["no_recorded_stop"]) == (
+        6, 4, 2)
+
+
+def test_the_readme_query_finds_the_classes_that_must_stay(sample_db: Path) -> None:
+    found = rows(sample_db, "select task_class from task_classes "
+                 "where verdict = 'stay_on_paid_path'")
+    assert sorted(r["task_class"] for r in found) == ["bugfix", "docs", "refactor"]
+
+
+def test_meter_gaps_name_the_missing_meter_per_cap_and_class(sample_db: Path) -> None:
+    gaps = rows(sample_db, "select * from meter_gaps order by task_class, cap, rule")
+    assert [(g["task_class"], g["cap"], g["meter"], g["sessions_missing"]) for g in gaps] == [
+        ("bugfix", "max_output_tokens", "output_tokens", 1),
+        ("bugfix", "max_rounds", "round_counter", 1),
+        ("bugfix", "max_steps", "write_classification", 4),  # the retry rule
+        ("bugfix", "max_tool_calls", "tool_calls", 1),
+        ("bugfix", "max_writes", "write_classification", 4),
+    ]
+    assert gaps[-1]["missing_sessions"] == "bf-0001, bf-0003, bf-0004, bf-0006"
+    honoured = rows(sample_db, "select count(*) as n from cap_coverage where honoured = 1")
+    assert honoured[0]["n"] > 0  # cap_coverage also keeps the caps that are honoured
+
+
+def test_one_notch_tighter_than_the_paid_loop_is_ready(samples: Path, db_path: Path) -> None:
+    # The paid runtime stopped the long refactor at 14 rounds; a cap of 13 is within one round.
+    ingest(db_path, [samples], Options(budget=Budget(max_rounds=13)))
+    assert verdicts(db_path)["refactor"] == ("ready", "")
+
+
+def well_instrumented(session_id: str, outcome: str = "task_complete") -> list[dict[str, Any]]:
+    """A native session that carries every meter and ends on its own signal."""
+    base = {"session": session_id, "task_class": "typing"}
+    return [
+        {**base, "ts": "2026-11-30T10:00:00Z", "type": "start"},
+        {**base, "ts": "2026-11-30T10:00:04Z", "type": "action", "action": "read",
+         "tool": "grep", "detail": "tool:grep def ", "observation": "12 functions",
+         "tool_error": False},
+        {**base, "ts": "2026-11-30T10:00:09Z", "type": "round",
+         "tool_calls": [{"name": "apply_patch"}], "output_tokens": 800,
+         "observation": f"annotated {session_id}", "tool_error": False},
+        {**base, "ts": "2026-11-30T10:00:10Z", "type": "action", "action": "write",
+         "tool": "apply_patch", "detail": "src/app.py"},
+        {**base, "ts": "2026-11-30T10:00:15Z", "type": "end", "outcome": outcome},
+    ]
+
+
+def test_a_well_instrumented_native_class_is_ready(
+    db_path: Path, tmp_path: Path, write_jsonl: Callable[..., Path]
+) -> None:
+    ledger = write_jsonl(tmp_path / "runs" / "typing.jsonl", [
+        *well_instrumented("ty-1"), *well_instrumented("ty-2"),
+        *well_instrumented("ty-3", outcome="user_cancel"),
+    ])
+    ingest(db_path, [ledger])
+    assert verdicts(db_path) == {"typing": ("ready", "")}
+    typing = rows(db_path, "select * from task_classes")[0]
+    assert json.loads(typing["meter_coverage"]) == {
+        "round_counter": 3, "tool_calls": 3, "output_tokens": 3, "tool_errors": 3,
+        "observations": 3, "elapsed_time": 3, "write_classification": 3}
+
+    # One more session whose host forgot the usage field: the class must stay.
+    more = well_instrumented("ty-4")
+    del more[2]["output_tokens"]
+    write_jsonl(ledger, more, mode="a")
+    ingest(db_path, [ledger])
+    assert verdicts(db_path) == {"typing": ("stay_on_paid_path", "missing_meter")}
+
+
+def test_settings_chosen_by_the_verdicts_command_survive_a_later_ingest(
+    sample_db: Path, samples: Path, write_jsonl: Callable[..., Path]
+) -> None:
+    db = store.connect(sample_db)
+    try:
+        verdict_store.refresh(db, Settings(tolerance=2, min_sessions=2))
+    finally:
+        db.conn.close()
+    assert verdicts(sample_db)["refactor"] == ("ready", "")
+    write_jsonl(samples / "bugfix" / "night-run.jsonl", [
+        {"session": "bf-0099", "type": "end", "outcome": "user_cancel"}], mode="a")
+    ingest(sample_db, [samples])
+    assert verdicts(sample_db)["refactor"] == ("ready", "")
+    assert {r["tolerance"] for r in rows(sample_db, "select tolerance from session_parity")} == {2}
+
+
+def test_an_ingest_that_changes_nothing_does_not_recompute(
+    sample_db: Path, samples: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[object] = []
+    monkeypatch.setattr(verdict_store, "refresh", lambda db, settings=None: calls.append(db))
+    ingest(sample_db, [samples])
+    assert calls == []
+
+
+def test_a_database_never_judged_is_judged_at_the_next_ingest(
+    sample_db: Path, samples: Path
+) -> None:
+    db = store.connect(sample_db)
+    with store.immediate(db) as conn:
+        for table in ("task_classes", "session_parity", "cap_coverage", "verdict_settings"):
+            conn.execute(f"DELETE FROM {table}")
+    db.conn.close()
+    ingest(sample_db, [samples])  # every file unchanged
+    assert verdicts(sample_db) == EXPECTED_VERDICTS
+
+
+def test_sessions_that_leave_the_database_leave_the_verdicts(
+    db_path: Path, tmp_path: Path, write_jsonl: Callable[..., Path]
+) -> None:
+    ledger = write_jsonl(tmp_path / "runs" / "typing.jsonl", well_instrumented("ty-1"))
+    ingest(db_path, [ledger])
+    assert [r["session_id"] for r in rows(db_path, "select * from session_parity")] == ["ty-1"]
+    # The file is replaced by another run (its first line changes): ty-1 is gone.
+    write_jsonl(ledger, well_instrumented("ty-9"))
+    ingest(db_path, [ledger])
+    assert [r["session_id"] for r in rows(db_path, "select * from session_parity")] == ["ty-9"]
+
+
+def test_compute_from_writes_nothing(sample_db: Path) -> None:
+    db = store.connect(sample_db)
+    try:
+        found = verdict_store.compute_from(db.conn, Settings(tolerance=5))
+        assert "refactor" not in found.staying
+        stored = verdict_store.stored_settings(db.conn)
+    finally:
+        db.conn.close()
+    assert stored == Settings()
+    assert verdicts(sample_db)["refactor"][0] == "stay_on_paid_path"
