@@ -9,8 +9,11 @@ database that cannot be opened); 2 a usage error; 3 ``--strict`` and some lines 
 from __future__ import annotations
 
 import json
+import signal
 import sqlite3
 import sys
+import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -24,7 +27,7 @@ from .budget import Budget, BudgetError
 from .dialects import DIALECTS
 from .files import LedgerPathError
 from .importers import IMPORTED
-from .ingest import Options, Summary, ingest
+from .ingest import DEFAULT_BATCH, DEFAULT_INTERVAL, Options, Summary, follow, ingest
 from .reasons import StopReason
 from .vendors import DEFAULT_VENDOR_MAP, VendorMapError, load_vendor_map
 from .verdicts import (
@@ -155,6 +158,18 @@ def read_budget_file(path: str) -> dict[str, Any]:
 @click.option(
     "--progress/--no-progress", default=None, help="Show a progress bar (default: on a terminal)."
 )
+@click.option(
+    "--follow", "-f", is_flag=True,
+    help="Keep ingesting lines as they are appended, until Ctrl-C (or SIGTERM).",
+)
+@click.option(
+    "--interval",
+    type=click.FloatRange(min=0.05),
+    default=DEFAULT_INTERVAL,
+    show_default=True,
+    help="Seconds between two passes of --follow.",
+)
+@click.option("--batch-size", type=click.IntRange(min=1), default=DEFAULT_BATCH, hidden=True)
 def ingest_command(
     db_path: str,
     paths: tuple[str, ...],
@@ -167,24 +182,33 @@ def ingest_command(
     strict: bool,
     as_json: bool,
     progress: bool | None,
+    follow: bool,
+    interval: float,
+    batch_size: int,
 ) -> None:
     """Replay ledger files into the SQLite database DB_PATH.
 
     PATHS are ledger files, or folders searched recursively for *.jsonl and *.json. Each
     session is replayed through the budget; sessions, steps, incidents, stop reasons and
-    put-aside lines are written. Only new bytes are read on later runs.
+    put-aside lines are written. Only new bytes are read on later runs. With --follow, new
+    lines are read every --interval seconds until Ctrl-C, which stops after the batch in
+    hand, with everything read so far committed.
 
     \b
     Example:
         agent-ledger ingest ledger.db sample_ledgers/
         agent-ledger ingest ledger.db runs/ --budget max_rounds=20 --json
+        agent-ledger ingest ledger.db runs/ --follow --interval 0.5
     """
     options = make_options(
         budget_pairs, budget_file, vendor_map, task_class, dialect, max_line_bytes
     )
+    options.batch = batch_size
     show_bar = sys.stderr.isatty() if progress is None else progress
     try:
-        if show_bar:
+        if follow:
+            summary = _follow(db_path, paths, options, interval)
+        elif show_bar:
             summary = _ingest_with_bar(db_path, paths, options)
         else:
             summary = ingest(db_path, paths, options)
@@ -202,6 +226,42 @@ def ingest_command(
         sys.exit(EXIT_STRICT)
 
 
+def _follow(db_path: str, paths: tuple[str, ...], options: Options, interval: float) -> Summary:
+    """``ingest --follow``: SIGINT or SIGTERM ask it to stop after the batch in hand; a second
+    Ctrl-C aborts at once (the batch in hand is rolled back, nothing committed is lost)."""
+    stop = threading.Event()
+
+    def request_stop(signum: int, frame: Any) -> None:
+        if stop.is_set() and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        stop.set()
+
+    seen = {"lines": 0, "notices": 0}
+    told: set[str] = set()  # a file unreadable for a while is noted once, not every pass
+
+    def report(summary: Summary) -> None:
+        for notice in summary.notices[seen["notices"]:]:
+            if notice not in told:
+                click.echo(f"note: {notice}", err=True)
+                told.add(notice)
+        if summary.lines > seen["lines"]:
+            click.echo(
+                f"{time.strftime('%H:%M:%S')} {summary.lines - seen['lines']} lines read "
+                f"({summary.lines} in all, {summary.errors} put aside)",
+                err=True,
+            )
+        seen.update(lines=summary.lines, notices=len(summary.notices))
+
+    handlers = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        summary = follow(db_path, paths, options, interval, stop, report)
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+    summary.notices = summary.notices[seen["notices"]:]
+    return summary
+
+
 def _ingest_with_bar(db_path: str, paths: tuple[str, ...], options: Options) -> Summary:
     from .files import discover
 
@@ -211,9 +271,15 @@ def _ingest_with_bar(db_path: str, paths: tuple[str, ...], options: Options) -> 
 
 
 def format_summary(summary: Summary, db_path: str) -> str:
-    lines = [
+    files = (
         f"{summary.files} files ({summary.new_files} new, {summary.updated_files} grown, "
-        f"{summary.unchanged_files} unchanged), {summary.lines} lines read",
+        f"{summary.unchanged_files} unchanged)"
+        if summary.passes == 1
+        else f"{summary.files} files followed for {summary.passes} passes "
+        f"({summary.new_files} new, grown {summary.updated_files} times)"
+    )
+    lines = [
+        f"{files}, {summary.lines} lines read",
         f"{len(summary.sessions)} sessions updated, {summary.steps} steps added",
     ]
     if summary.stop_reasons:

@@ -30,6 +30,7 @@ NATIVE_TYPES = ("start", "round", "action", "end")
 MAX_COUNTER = 2**53  # beyond this a counter is not a real measurement (and overflows SQLite)
 
 _LONE_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
+_DIGITS = re.compile(r"[+-]?[0-9]{1,30}")  # what int() takes, ASCII only, in counter range
 
 
 class RecordError(ValueError):
@@ -62,15 +63,21 @@ def parse_json(raw: bytes) -> Any:
         raise RecordError(f"invalid UTF-8 at byte {exc.start}") from None
     try:
         value = _decoder.decode(text)
+        if _LONE_SURROGATE.search(raw):
+            _check_surrogates(value)
+    except RecordError:
+        raise
     except json.JSONDecodeError as exc:
         where = f"column {exc.colno}"
         if exc.lineno > 1:
             where = f"line {exc.lineno} {where}"
-        raise RecordError(f"invalid JSON: {exc.msg} ({where})") from None
+        message = exc.msg.removesuffix(" at").split(" (decode using")[0]
+        raise RecordError(f"invalid JSON: {message} ({where})") from None
     except RecursionError:
         raise RecordError("JSON nested too deeply") from None
-    if _LONE_SURROGATE.search(raw):
-        _check_surrogates(value)
+    except ValueError:
+        # Python refuses integers of more than 4300 digits (int_max_str_digits).
+        raise RecordError("invalid JSON: a number has too many digits") from None
     return value
 
 
@@ -142,11 +149,17 @@ def _seconds(obj: dict[str, Any], key: str) -> float | None:
     value = obj.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise RecordError(f"field {key!r} must be a number of seconds, got {_json_type(value)}")
-    if value < 0:
+    try:
+        seconds = float(value)  # an int beyond the float range overflows
+    except OverflowError:
+        seconds = math.inf
+    if not math.isfinite(seconds):
+        raise RecordError(f"field {key!r} is out of range (not a finite number)")
+    if seconds < 0:
         raise RecordError(f"field {key!r} must not be negative, got {value}")
-    return float(value)
+    return seconds
 
 
 def _text(obj: dict[str, Any], key: str) -> str | None:
@@ -163,7 +176,7 @@ def parse_ts(text: str) -> float:
     try:
         moment = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)
     except ValueError:
-        raise RecordError(f"field 'ts' is not an ISO-8601 timestamp: {text[:40]!r}") from None
+        raise RecordError(f"field 'ts' is not an ISO-8601 timestamp: {text!r}") from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return moment.timestamp()
@@ -284,10 +297,10 @@ def _trace_round(value: Any) -> Record | RecordError:
         measured = obj.get("output_tokens") is not None
         tokens = obj.get("output_tokens") or 0
         if isinstance(tokens, (int, float)) and not isinstance(tokens, bool):
-            if not math.isfinite(tokens):
+            if isinstance(tokens, float) and not math.isfinite(tokens):
                 raise RecordError("field 'output_tokens' must be finite")
             tokens = int(tokens)
-        elif isinstance(tokens, str) and tokens.strip().lstrip("+-").isdigit():
+        elif isinstance(tokens, str) and _DIGITS.fullmatch(tokens.strip()):
             tokens = int(tokens)
         else:
             raise RecordError(f"field 'output_tokens' must be a number, got {_json_type(tokens)}")

@@ -10,6 +10,7 @@ writing it.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -18,36 +19,52 @@ from typing import BinaryIO
 
 from .dialects import RecordError, parse_json
 from .importers import DOCUMENTS, detect_any
+from .source import BOM
 
 SUFFIXES = (".jsonl", ".json")
 DEFAULT_MAX_LINE = 8 * 1024 * 1024
 SNIFF_LINES = 50
 RAW_KEEP = 2048
+BATCH_BYTES = 32 * 1024 * 1024
+BINARY = "binary file"
+_PARTIAL = ("true", "false", "null", "-")  # a value the writer has only begun
 
 
 class LedgerPathError(Exception):
     """A path given by the user that cannot be read."""
 
 
-def discover(paths: Iterable[str | Path]) -> list[Path]:
-    """Files as given, and ``*.jsonl``/``*.json`` under folders (recursively), sorted, unique."""
-    found: dict[str, Path] = {}
+def discover(paths: Iterable[str | Path], missing_ok: bool = False) -> list[Path]:
+    """Files as given, and ``*.jsonl``/``*.json`` under folders (recursively), sorted, unique.
+
+    ``missing_ok`` (follow mode, after the first pass) skips paths that are gone for now and
+    leaves unreadable files to fail when they are read.
+    """
+    found: dict[tuple[int, int], Path] = {}  # by (device, inode): links are one file
     for given in paths:
         path = Path(given)
         if path.is_dir():
             for child in sorted(path.rglob("*")):
                 if child.suffix in SUFFIXES and child.is_file():
-                    found.setdefault(str(child.resolve()), child)
+                    _add(found, child)
         elif path.is_file():
-            found.setdefault(str(path.resolve()), path)
+            _add(found, path)
         elif path.exists():
             raise LedgerPathError(f"{path}: not a regular file or folder")
-        else:
+        elif not missing_ok:
             raise LedgerPathError(f"{path}: no such file or folder")
     for path in found.values():
-        if not os.access(path, os.R_OK):
+        if not missing_ok and not os.access(path, os.R_OK):
             raise LedgerPathError(f"{path}: permission denied")
     return list(found.values())
+
+
+def _add(found: dict[tuple[int, int], Path], path: Path) -> None:
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        return  # gone since it was listed (rotated away): nothing to read
+    found.setdefault((stat.st_dev, stat.st_ino), path)
 
 
 @dataclass(frozen=True)
@@ -69,63 +86,118 @@ def sniff(path: Path, max_line: int = DEFAULT_MAX_LINE, forced: str | None = Non
     stat = path.stat()
     with path.open("rb") as f:
         first = f.readline(max_line + 1)
-        if not first.endswith(b"\n") and len(first) <= max_line and first.strip():
-            # A single record with no newline: a whole-document trace, or a line still being
-            # written. Only a complete JSON document is taken now.
-            return _sniff_document(path, stat, forced, f)
-        if not first.endswith(b"\n") and not first.strip():
+        complete = first.endswith(b"\n")
+        if not complete and not forced and b"\x00" in first:
+            # No newline yet, and a NUL: a compressed or other binary file, not a line.
+            return FileInfo(path, stat.st_size, stat.st_mtime, None, sha(first), BINARY)
+        if forced in DOCUMENTS or (not complete and len(first) <= max_line and first.strip()):
+            # A trace is one document, whatever its lines. A single record with no newline
+            # is a whole-document trace, or a line still being written.
+            return _sniff_document(path, stat, forced, f, first, max_line)
+        if not complete and not first.strip():
             return FileInfo(path, stat.st_size, stat.st_mtime, None, None)
         fingerprint = sha(first)
-        if forced in DOCUMENTS:
-            return _sniff_document(path, stat, forced, f)
         if forced:
             return FileInfo(path, stat.st_size, stat.st_mtime, forced, fingerprint)
-        dialect, problem = _sniff_lines(first, f, max_line)
-        if dialect is None and problem != "binary file":
-            document = _sniff_document(path, stat, forced, f)
-            if document.dialect in DOCUMENTS:
+        dialect, problem, jsonl = _sniff_lines(first, f, max_line)
+        if dialect is None and problem != BINARY:
+            # Perhaps one document over several lines: a trace, maybe still being written.
+            document = _sniff_document(path, stat, None, f, first, max_line)
+            if document.dialect in DOCUMENTS or document.fingerprint is None:
                 return document
+            if not jsonl:  # its first line is no JSON value: say what is wrong with it
+                problem = document.problem
+        elif dialect in DOCUMENTS and stat.st_size > max_line:  # a document is read whole
+            dialect, problem = None, _too_large(stat.st_size, max_line)
         return FileInfo(path, stat.st_size, stat.st_mtime, dialect, fingerprint, problem)
 
 
-def _sniff_lines(first: bytes, f: BinaryIO, max_line: int) -> tuple[str | None, str | None]:
-    line = first
+def _too_large(size: int, max_line: int) -> str:
+    return (
+        f"too large to read as one JSON document ({size} bytes; the limit is {max_line}, "
+        "--max-line-bytes)"
+    )
+
+
+def _sniff_lines(
+    first: bytes, f: BinaryIO, max_line: int
+) -> tuple[str | None, str | None, bool]:
+    """The dialect of the first usable line, else why not; and whether the first line is JSON.
+
+    A NUL byte makes the file binary only if no line of it is usable, so one corrupt line
+    does not cost the good ones.
+    """
+    line, jsonl, binary = first, False, False
     for _ in range(SNIFF_LINES):
-        if b"\x00" in line:
-            return None, "binary file"
-        body = line.removeprefix(b"\xef\xbb\xbf").rstrip(b"\r\n")
+        binary = binary or b"\x00" in line
+        body = line.removeprefix(BOM).rstrip(b"\r\n")
         if body.strip() and line.endswith(b"\n"):
             try:
-                dialect = detect_any(parse_json(body))
+                value = parse_json(body)
             except RecordError:
-                dialect = None
-            if dialect is not None:
-                return dialect, None
+                pass
+            else:
+                jsonl = jsonl or line is first
+                dialect = detect_any(value)
+                if dialect is not None:
+                    return dialect, None, True
         line = f.readline(max_line + 1)
         if not line:
             break
+    if binary:
+        return None, BINARY, jsonl
     return None, (
         "cannot tell the dialect: no line in the first "
         f"{SNIFF_LINES} is a trace, a gate ledger line, a native event or an agent log "
         "(Claude Code, Codex, Langfuse)"
-    )
+    ), jsonl
 
 
-def _sniff_document(path: Path, stat: os.stat_result, forced: str | None, f: BinaryIO) -> FileInfo:
+def _sniff_document(
+    path: Path, stat: os.stat_result, forced: str | None, f: BinaryIO, first: bytes,
+    max_line: int,
+) -> FileInfo:
+    if stat.st_size > max_line:
+        problem = _too_large(stat.st_size, max_line)
+        return FileInfo(path, stat.st_size, stat.st_mtime, None, sha(first), problem)
     f.seek(0)
     data = f.read()
     try:
-        dialect = forced or detect_any(parse_json(data.removeprefix(b"\xef\xbb\xbf")))
+        dialect = forced or detect_any(parse_json(data.removeprefix(BOM)))
         problem = None if dialect else "cannot tell the dialect of this JSON document"
     except RecordError as exc:
-        if not data.rstrip().endswith(b"}") and b"\n" not in data.rstrip():
-            # One unfinished line: wait for the writer.
-            return FileInfo(path, stat.st_size, stat.st_mtime, None, None)
+        if _unfinished(data):
+            return FileInfo(path, stat.st_size, stat.st_mtime, None, None)  # wait for it
         dialect, problem = None, f"not a ledger: {exc}"
     if dialect is not None and dialect not in DOCUMENTS:
         # One complete JSONL record without its newline yet: wait for it.
         return FileInfo(path, stat.st_size, stat.st_mtime, None, None)
     return FileInfo(path, stat.st_size, stat.st_mtime, dialect, sha(data), problem)
+
+
+def _unfinished(data: bytes) -> bool:
+    """Whether a document that does not parse is merely cut short (its writer is not done):
+    a first line without its newline yet, or JSON over several lines that runs out of text
+    mid-value. One complete line that does not parse is a bad record, not a document."""
+    body = data.removeprefix(BOM).rstrip()
+    if b"\n" not in data or not body:
+        return True
+    if b"\n" not in body and body not in (b"{", b"["):
+        return False
+    try:
+        json.loads(body.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        return exc.reason == "unexpected end of data"
+    except json.JSONDecodeError as exc:
+        rest = exc.doc[exc.pos :]
+        return (
+            not rest
+            or exc.msg.startswith("Unterminated string")
+            or (exc.msg == "Expecting value" and any(w.startswith(rest) for w in _PARTIAL))
+        )
+    except (ValueError, RecursionError):
+        return False
+    return False
 
 
 @dataclass(frozen=True)
@@ -136,17 +208,19 @@ class Line:
 
 
 def read_lines(
-    f: BinaryIO, start: int, count: int, max_line: int = DEFAULT_MAX_LINE
+    f: BinaryIO, start: int, count: int, max_line: int = DEFAULT_MAX_LINE,
+    max_bytes: int = BATCH_BYTES,
 ) -> tuple[list[Line], int]:
     """Up to ``count`` complete lines from byte ``start``; returns them and the next offset.
 
     A last line without a newline is left for later. A line longer than ``max_line`` is
     returned as its first bytes with ``oversize`` set, without ever holding it in memory.
+    Lines stop once they hold ``max_bytes`` (so a batch of long lines stays bounded too).
     """
     f.seek(start)
     pos = start
     out: list[Line] = []
-    while len(out) < count:
+    while len(out) < count and pos - start < max_bytes:
         chunk = f.readline(max_line + 1)
         if chunk.endswith(b"\n"):
             out.append(Line(pos, chunk[:-1]))

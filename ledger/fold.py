@@ -174,11 +174,14 @@ class Fold:
             session.meters = sorted(carried.union(session.meters), key=METERS.index)
         machine = self._machines[families_for(session.dialect)]
         reason = machine.advance(state, event)
+        if reason is not None:  # the detail may quote the vendor stop string
+            state.stop_detail = self.clean(session, state.stop_detail)
         if event.ts:
             session.started_at = session.started_at or event.ts
             session.ended_at = event.ts
         detail = self.clean(session, event.detail)
         vendor = self.clean(session, event.vendor_stop)
+        tool = self.clean(session, event.tool, 200)
         if event.action == "start":
             # A new turn: the last turn's terminal signal no longer says how the log ends.
             session.recorded_stop = session.vendor_stop = None
@@ -186,7 +189,7 @@ class Fold:
         if recorded is not None and recorded != CONTINUE:
             session.recorded_stop = recorded
             session.vendor_stop = vendor
-        incidents = self._track_runs(session, event, detail, reason)
+        incidents = self._track_runs(session, event, tool, detail, reason)
         if recorded == StopReason.UNKNOWN_VENDOR.value:
             incidents.append(_incident(session, UNKNOWN_VENDOR, Run(
                 vendor or "", state.events, state.events, 1, detail, event.ts, event.ts,
@@ -197,7 +200,7 @@ class Fold:
             "session_id": session.session_id,
             "idx": state.events,
             "action": event.action,
-            "tool": self.clean(session, event.tool, 200),
+            "tool": tool,
             "detail": detail,
             "tool_calls": event.tool_calls,
             "output_tokens": event.output_tokens,
@@ -223,13 +226,18 @@ class Fold:
         return row, incidents
 
     def _track_runs(
-        self, session: Session, event: Event, detail: str | None, reason: StopReason | None
+        self,
+        session: Session,
+        event: Event,
+        tool: str | None,
+        detail: str | None,
+        reason: StopReason | None,
     ) -> list[dict[str, Any]]:
         closed: list[dict[str, Any]] = []
         idx = session.state.events
         # Retry storms: consecutive retry events of the same tool or intent.
         if event.action == "retry":
-            key = event.tool or detail or ""
+            key = tool or detail or ""  # redacted, as stored
             run = session.retry
             if run is not None and run.key == key and run.end == idx - 1:
                 run.end, run.length, run.ended_at = idx, run.length + 1, event.ts

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -21,14 +22,18 @@ import sqlite_utils
 from . import store, verdict_store
 from .budget import Budget
 from .files import DEFAULT_MAX_LINE, FileInfo, Line, discover, read_lines, sha, sniff, tail_hash
-from .fold import Fold, Session
+from .fold import Fold, Redactor, Session
 from .importers import DOCUMENTS
 from .redact import redact
 from .source import Cursor, SourceFold
 from .vendors import DEFAULT_VENDOR_MAP
 
-FOLD_VERSION = "2"  # 2: agent-log importers, round continuations
+#: Bumped when the same file would give other rows: every source is then folded again.
+#: 2: agent-log importers, round continuations. 3: the retry-storm key and the stop detail
+#: are redacted (rows of 1 and 2 may hold secrets there).
+FOLD_VERSION = "3"
 DEFAULT_BATCH = 20_000
+DEFAULT_INTERVAL = 1.0  # seconds between two passes of --follow
 
 
 @dataclass
@@ -50,8 +55,8 @@ class Options:
         }
         return sha(json.dumps(settings, sort_keys=True).encode())[:16]
 
-    def make_fold(self) -> Fold:
-        return Fold(self.budget, self.vendor_map, redact)
+    def make_fold(self, redactor: Redactor = redact) -> Fold:
+        return Fold(self.budget, self.vendor_map, redactor)
 
 
 @dataclass
@@ -71,6 +76,7 @@ class Summary:
     stop_reasons: Counter[str] = field(default_factory=Counter)
     redactions: int = 0
     unknown_records: dict[str, Counter[str]] = field(default_factory=dict)  # path -> type -> n
+    passes: int = 1
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -92,6 +98,7 @@ class Summary:
                 path: dict(sorted(counts.items()))
                 for path, counts in sorted(self.unknown_records.items())
             },
+            "passes": self.passes,
         }
 
 
@@ -109,20 +116,36 @@ class Ingester:
         db: sqlite_utils.Database,
         options: Options | None = None,
         progress: Progress | None = None,
+        should_stop: Callable[[], bool] = lambda: False,
     ) -> None:
         self.db = db
         self.options = options or Options()
-        self.fold = self.options.make_fold()
+        self.fold = self.options.make_fold(self._redact)
         self.progress = progress or (lambda _n: None)
+        self.should_stop = should_stop
         self.summary = Summary()
 
-    def ingest(self, paths: Iterable[str | Path]) -> Summary:
-        for path in discover(paths):
-            self.ingest_file(path)
-        self._count_stop_reasons()
-        changed = bool(self.summary.new_files or self.summary.updated_files)
+    def ingest(self, paths: Iterable[str | Path], missing_ok: bool = False) -> Summary:
+        """One pass over ``paths``; stops between batches once ``should_stop()`` is true."""
+        self.summary.files = self.summary.unchanged_files = 0
+        self.summary.waiting = []
+        before = (self.summary.new_files, self.summary.updated_files)
+        for path in discover(paths, missing_ok):
+            if self.should_stop():
+                break
+            try:
+                self.ingest_file(path)
+            except OSError as exc:  # gone or unreadable since it was listed
+                self._notice(f"{path}: could not be read ({exc.strerror or exc}); skipped")
+        self.summary.stop_reasons = count_stop_reasons(self.db, self.summary.sessions)
+        changed = (self.summary.new_files, self.summary.updated_files) != before
         verdict_store.after_ingest(self.db, changed)
         return self.summary
+
+    def _redact(self, text: str) -> tuple[str, int]:
+        cleaned, found = redact(text)
+        self.summary.redactions += found
+        return cleaned, found
 
     def ingest_file(self, path: Path) -> None:
         self.summary.files += 1
@@ -157,7 +180,9 @@ class Ingester:
                 s for s in known
                 if s["fingerprint"] == info.fingerprint and _gone_or_changed(s)
             ]
-            for moved in same:
+            # Files may share a first line: prefer the source this file continues.
+            same.sort(key=lambda s: not _continues(s, info))
+            for moved in same[:1]:
                 self._notice(f"{info.path}: moved from {moved['path']}, not read again")
         for stale in here:
             if stale["fingerprint"] != info.fingerprint:
@@ -170,27 +195,33 @@ class Ingester:
                 self._notice(f"{info.path}: {reason}; read again from the start")
                 store.forget_source(conn, source["source_id"])
                 return self._new_source(conn, info, source["source_id"], digest)
-            source["path"] = str(info.path)
             if source["offset"] >= info.size:
-                conn.execute(
-                    "UPDATE sources SET path = ? WHERE source_id = ?",
-                    (source["path"], source["source_id"]),
-                )
+                if source["path"] != str(info.path):
+                    conn.execute(
+                        "UPDATE sources SET path = ? WHERE source_id = ?",
+                        (str(info.path), source["source_id"]),
+                    )
                 return None
+            source["path"] = str(info.path)
             self.summary.updated_files += 1
             return source
-        taken = store.source_ids_from(conn, (info.fingerprint or "")[:12])
-        return self._new_source(conn, info, _unique_id(info.fingerprint or "", taken), digest)
+        base = (info.fingerprint or "")[:12]
+        source_id = _unique_id(base, store.source_ids_from(conn, base))
+        return self._new_source(conn, info, source_id, digest)
 
     def _reset_reason(self, source: dict[str, Any], info: FileInfo, digest: str) -> str | None:
         if source["fold_digest"] != digest:
-            return "budget or vendor map changed since the last ingest"
+            return ("budget or vendor map changed since the last ingest "
+                    "(or a newer agent-ledger folds differently)")
         if info.size < source["offset"]:
             return f"truncated (now {info.size} bytes, {source['offset']} were read)"
-        if source["dialect"] not in DOCUMENTS and source["offset"]:
-            with info.path.open("rb") as f:
-                if tail_hash(f, source["offset"]) != source["check_hash"]:
-                    return "rewritten (the bytes already read have changed)"
+        if source["dialect"] != info.dialect:
+            # A file too short to tell its dialect at first, and now long enough.
+            return f"now read as {info.dialect or 'unknown'}, not {source['dialect'] or 'unknown'}"
+        if source["dialect"] in DOCUMENTS and info.size != source["offset"]:
+            return "changed (a JSON document is read whole)"
+        if not _continues(source, info):
+            return "rewritten (the bytes already read have changed)"
         return None
 
     def _new_source(
@@ -243,14 +274,16 @@ class Ingester:
         source_id = source["source_id"]
         with info.path.open("rb") as f:
             fold: SourceFold | None = None
-            while True:
+            while not self.should_stop():
                 offset = source["offset"]
                 lines, end = read_lines(f, offset, self.options.batch, self.options.max_line)
                 if not lines:
                     break
                 with store.immediate(self.db) as conn:
                     current = store.source_row(conn, source_id)
-                    if current is None:
+                    if current is None or any(
+                        current[k] != source[k] for k in ("fingerprint", "fold_digest")
+                    ):
                         return  # another ingest replaced this source meanwhile
                     if fold is None or current["offset"] != offset:
                         source = current
@@ -261,7 +294,8 @@ class Ingester:
                         self._feed(fold, line)
                     source["offset"] = end
                     source["check_hash"] = tail_hash(f, end)
-                    source["size"], source["mtime"] = info.size, info.mtime
+                    stat = os.fstat(f.fileno())
+                    source["size"], source["mtime"] = stat.st_size, stat.st_mtime
                     self._commit(conn, fold, source)
                 self.summary.lines += len(lines)
                 self.summary.bytes_read += end - offset
@@ -292,12 +326,17 @@ class Ingester:
         self.progress(len(data))
 
     def _ingest_unknown(self, info: FileInfo, source: dict[str, Any]) -> None:
-        """A file whose dialect cannot be told: one error with its head, and consume it whole."""
+        """A file whose dialect cannot be told: one error with its head, and consume it whole.
+
+        When it grows and still cannot be told, its error is replaced, not repeated.
+        """
         with store.immediate(self.db) as conn, info.path.open("rb") as f:
+            store.forget_source(conn, source["source_id"])
             fold = self._source_fold(conn, source)
             fold.error(1, 0, info.problem or "cannot tell the dialect", f.read(2048))
             source["offset"] = info.size
             source["check_hash"] = tail_hash(f, info.size)
+            source["size"], source["mtime"] = info.size, info.mtime
             self._commit(conn, fold, source)
         self.progress(info.size)
 
@@ -305,6 +344,7 @@ class Ingester:
         out, touched = fold.take()
         source["cursor"] = json.dumps(fold.cursor.to_dict())
         source["lines"] = fold.cursor.line
+        self.summary.blank_lines += fold.cursor.blank_lines - (source["blank_lines"] or 0)
         source["blank_lines"] = fold.cursor.blank_lines
         unknown = fold.cursor.unknown
         source["unknown_records"] = json.dumps(unknown, sort_keys=True) if unknown else None
@@ -327,18 +367,22 @@ class Ingester:
     def _notice(self, message: str) -> None:
         self.summary.notices.append(message)
 
-    def _count_stop_reasons(self) -> None:
-        ids = sorted(self.summary.sessions)
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            marks = ", ".join("?" for _ in chunk)
-            for reason, count, redactions in self.db.conn.execute(
-                f"SELECT stop_reason, count(*), sum(redactions) FROM sessions "
-                f"WHERE session_id IN ({marks}) GROUP BY stop_reason",
-                chunk,
-            ):
-                self.summary.stop_reasons[reason] += count
-                self.summary.redactions += redactions or 0
+
+
+def count_stop_reasons(db: sqlite_utils.Database, sessions: Iterable[str]) -> Counter[str]:
+    """How many of ``sessions`` stopped for each reason, as the database holds them now."""
+    ids = sorted(sessions)
+    counts: Counter[str] = Counter()
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        marks = ", ".join("?" for _ in chunk)
+        for reason, count in db.conn.execute(
+            f"SELECT stop_reason, count(*) FROM sessions "
+            f"WHERE session_id IN ({marks}) GROUP BY stop_reason",
+            chunk,
+        ):
+            counts[reason] += count
+    return counts
 
 
 def _gone_or_changed(source: dict[str, Any]) -> bool:
@@ -353,13 +397,58 @@ def _gone_or_changed(source: dict[str, Any]) -> bool:
     return info.fingerprint != source["fingerprint"]
 
 
-def _unique_id(fingerprint: str, taken: set[str]) -> str:
-    base = fingerprint[:12]
+def _continues(source: dict[str, Any], info: FileInfo) -> bool:
+    """Whether the file ``info`` still holds the bytes ``source`` has read."""
+    if source["offset"] > info.size:
+        return False
+    if source["dialect"] in DOCUMENTS or not source["offset"]:
+        return True
+    try:
+        with info.path.open("rb") as f:
+            return tail_hash(f, source["offset"]) == source["check_hash"]
+    except OSError:
+        return False
+
+
+def _unique_id(base: str, taken: set[str]) -> str:
     candidate, n = base, 1
     while candidate in taken:
         n += 1
         candidate = f"{base}-{n}"
     return candidate
+
+
+def follow(
+    db_path: str | os.PathLike[str],
+    paths: Iterable[str | Path],
+    options: Options | None = None,
+    interval: float = DEFAULT_INTERVAL,
+    stop: threading.Event | None = None,
+    on_pass: Callable[[Summary], None] | None = None,
+) -> Summary:
+    """Ingest ``paths`` every ``interval`` seconds until ``stop`` is set (Ctrl-C in the CLI).
+
+    Each pass is an ordinary incremental ingest, committed batch by batch, so stopping loses
+    nothing that was consumed; a pass stops between two batches. Files that appear under the
+    folders are picked up; paths that vanish (rotated away) are waited for. ``on_pass`` gets
+    the summary so far after each pass; the summary returned covers every pass.
+    """
+    stop = stop or threading.Event()
+    paths = list(paths)
+    discover(paths)  # a bad path is an error before any database is made
+    db = store.connect(db_path)
+    try:
+        ingester = Ingester(db, options, should_stop=stop.is_set)
+        ingester.ingest(paths)
+        while True:
+            if on_pass is not None:
+                on_pass(ingester.summary)
+            if stop.wait(interval):
+                return ingester.summary
+            ingester.summary.passes += 1
+            ingester.ingest(paths, missing_ok=True)
+    finally:
+        db.conn.close()
 
 
 def ingest(
@@ -369,8 +458,9 @@ def ingest(
     progress: Progress | None = None,
 ) -> Summary:
     """Ingest ``paths`` into the database at ``db_path``."""
+    files = discover(paths)  # a bad path is an error before any database is made
     db = store.connect(db_path)
     try:
-        return Ingester(db, options, progress).ingest(paths)
+        return Ingester(db, options, progress).ingest(files)
     finally:
         db.conn.close()

@@ -7,6 +7,7 @@ carry on later as if it had never stopped.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
@@ -26,6 +27,9 @@ from .fold import Fold, Session
 from .importers import LANGFUSE, UnknownRecord, langfuse, line_reader
 
 RAW_MAX = 500
+REASON_MAX = 300
+RAW_WINDOW = RAW_MAX * 4  # bytes of a record looked at (and redacted) for its raw text
+_CUT_TOKEN = re.compile(r"[A-Za-z0-9_\-+/=.~:@%]+\Z")
 BOM = b"\xef\xbb\xbf"
 
 #: Given a native session id, the source that already owns it (None if nobody does).
@@ -88,7 +92,7 @@ class SourceFold:
         """One complete line (without its newline) starting at byte ``offset``."""
         self.cursor.line += 1
         line = self.cursor.line
-        if line == 1 and raw.startswith(BOM):
+        if raw.startswith(BOM):  # at the start of a file, or of one concatenated after it
             raw = raw[len(BOM):]
         raw = raw.rstrip(b"\r")
         if not raw.strip():
@@ -125,10 +129,13 @@ class SourceFold:
             self.out.unknown[kind] += 1
 
     def error(self, line: int | None, offset: int | None, reason: str, raw: bytes) -> None:
-        text = raw[: RAW_MAX * 4].decode("utf-8", "replace")
-        text, _ = self.fold.redact(text)
-        if len(text) > RAW_MAX:
-            text = text[: RAW_MAX - 1] + "…"
+        """Put a record aside. Its reason may quote the record, so both are redacted."""
+        text = raw[:RAW_WINDOW].decode("utf-8", "replace").replace("\x00", "\ufffd")
+        cut = len(raw) > RAW_WINDOW
+        if cut:  # a secret cut in two would not be recognised: drop the cut token
+            text = _CUT_TOKEN.sub("", text)
+        text = _shorten(self.fold.redact(text)[0], RAW_MAX, cut)
+        reason = _shorten(self.fold.redact(reason)[0], REASON_MAX)  # redacted whole, then cut
         self.out.errors.append(
             {
                 "source_id": self.source_id,
@@ -241,6 +248,13 @@ class SourceFold:
         for session in touched:
             out.incidents.extend(session.open_incidents())
         return out, touched
+
+
+def _shorten(text: str, limit: int, cut: bool = False) -> str:
+    """``text`` in at most ``limit`` characters, ending in an ellipsis if anything is lost."""
+    if cut or len(text) > limit:
+        return text[: limit - 1] + "…"
+    return text
 
 
 def _error_line(reason: str) -> int | None:

@@ -31,6 +31,9 @@ def connect(path: str | Path) -> sqlite_utils.Database:
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
+    # Deleted rows (a file read again) are overwritten, not left in free pages: a database
+    # written before redaction covered some field keeps no trace of it once re-folded.
+    conn.execute("PRAGMA secure_delete = ON")
     db = sqlite_utils.Database(conn)
     migrate(db)
     return db

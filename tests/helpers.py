@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -12,6 +14,13 @@ ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_ledgers"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 REAL_LOGS = FIXTURES / "real-agent-logs"  # public Claude Code, Codex and Langfuse samples
+
+
+def scratch_dir() -> tempfile.TemporaryDirectory[str]:
+    """A temporary folder in memory where there is one (/dev/shm): property tests create
+    hundreds of small databases, and on a disk their fsyncs dominate the run time."""
+    shm = "/dev/shm"
+    return tempfile.TemporaryDirectory(dir=shm if os.access(shm, os.W_OK) else None)
 
 
 def rows(db_path: Path, sql: str, params: Iterable[Any] = ()) -> list[dict[str, Any]]:
@@ -38,8 +47,8 @@ def dump(db_path: Path) -> dict[str, list[dict[str, Any]]]:
         "incidents": "select * from incidents order by session_id, kind, start_idx",
         "ingest_errors": "select source_id, path, line, offset, reason, raw from ingest_errors "
         "order by source_id, offset, line, reason",
-        "sources": "select source_id, path, dialect, fingerprint, offset, lines, cursor "
-        "from sources order by source_id",
+        "sources": "select source_id, path, dialect, fingerprint, check_hash, "
+        "offset, size, lines, blank_lines, fold_digest, cursor from sources order by source_id",
         "fold_state": "select * from fold_state order by session_id",
     }
     return {name: rows(db_path, sql) for name, sql in tables.items()}

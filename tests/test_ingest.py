@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ledger.budget import Budget
 from ledger.files import LedgerPathError
 from ledger.ingest import Options, ingest
 from ledger.reasons import StopReason
-from tests.helpers import dump, rows
+from tests.helpers import SAMPLES, dump, rows, scratch_dir
 
 EXPECTED_SAMPLE_STOPS = {
     # session: (task_class, dialect, stop_reason, stop_at, recorded_stop)
@@ -177,6 +180,96 @@ def test_incremental_equals_one_shot(samples: Path, tmp_path: Path) -> None:
     assert a == b
 
 
+def _line(value: object) -> bytes:
+    return value if isinstance(value, bytes) else json.dumps(value).encode()
+
+
+#: Native lines that exercise what must carry across a cut: interleaved sessions, repeated
+#: observations and retries (open incidents), stops and events after them, vendor stops,
+#: redactions, timestamps, and lines put aside, blank lines and CRLF endings.
+NATIVE_LINES = [_line(v) for v in [
+    {"session": "a", "type": "start", "task_class": "fix", "ts": "2027-01-01T00:00:00Z"},
+    {"session": "b", "type": "start", "detail": "token=9f8e7d6c5b4aZZ3f2e"},
+    {"session": "a", "type": "round", "tool_calls": 2, "output_tokens": 300,
+     "observation": "1 failed", "tool_error": True, "ts": "2027-01-01T00:00:09Z"},
+    {"session": "b", "type": "round", "tool_calls": [{"name": "x"}], "observation": "same"},
+    {"session": "a", "type": "action", "action": "retry", "tool": "run_tests"},
+    {"session": "b", "type": "action", "action": "write", "detail": "src/a.py"},
+    {"session": "c", "type": "round", "vendor_stop": "mystery_stop", "output_tokens": 5},
+    {"session": "a", "type": "end", "outcome": "user_cancel"},
+    {"session": "b", "type": "action", "action": "unknown-verb"},
+    [1, 2, 3],
+]] + [b'{"session": "a", "type": "round", "output_tok', b"", b"   ", b"\r"]
+
+GATE_LINES = [_line(v) for v in [
+    {"step": 1, "action": "think", "detail": "plan", "writes": 0, "elapsed_s": 0.0},
+    {"step": 2, "action": "read", "detail": "tool:read", "writes": 0, "elapsed_s": 1.5},
+    {"step": 3, "action": "write", "detail": "tool:write", "writes": 1, "elapsed_s": 20.0},
+    {"step": 4, "action": "retry", "detail": "tool:read", "writes": 1, "elapsed_s": 30.5},
+    {"step": "three", "action": "read"},
+]] + [b""]
+
+
+def assert_incremental_equals_one_shot(data: bytes, cuts: list[int], name: str) -> None:
+    """Ingest ``data`` whole, then the same file grown by appends cut at ``cuts`` and
+    ingested after each append: both databases must hold the same rows."""
+    with scratch_dir() as tmp:
+        ledger = Path(tmp) / "runs" / name
+        ledger.parent.mkdir()
+        ledger.write_bytes(data)
+        ingest(Path(tmp) / "whole.db", [ledger])
+        ledger.write_bytes(b"")
+        done = 0
+        for cut in [*sorted(set(cuts)), len(data)]:
+            with ledger.open("ab") as f:
+                f.write(data[done:cut])
+            done = cut
+            ingest(Path(tmp) / "pieces.db", [ledger])
+        assert dump(Path(tmp) / "pieces.db") == dump(Path(tmp) / "whole.db")
+
+
+@st.composite
+def ledger_and_cuts(draw: st.DrawFn, vocabulary: list[bytes]) -> tuple[bytes, list[int]]:
+    lines = draw(st.lists(st.sampled_from(vocabulary), min_size=1, max_size=40))
+    bom = draw(st.sampled_from([b"", b"\xef\xbb\xbf"]))
+    data = bom + b"\n".join(lines) + b"\n"
+    cuts = draw(st.lists(st.integers(0, len(data)), max_size=6))
+    return data, cuts
+
+
+@settings(max_examples=60, deadline=None)
+@given(ledger_and_cuts(NATIVE_LINES))
+def test_native_ledger_cut_anywhere_ingests_as_one_shot(case: tuple[bytes, list[int]]) -> None:
+    assert_incremental_equals_one_shot(*case, "native.jsonl")
+
+
+@settings(max_examples=40, deadline=None)
+@given(ledger_and_cuts(GATE_LINES))
+def test_gate_ledger_cut_anywhere_ingests_as_one_shot(case: tuple[bytes, list[int]]) -> None:
+    assert_incremental_equals_one_shot(*case, "gate.jsonl")
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.data())
+def test_trace_written_in_pieces_waits_for_the_whole_document(data: st.DataObject) -> None:
+    """A trace is one document: read once complete, never put aside half-written."""
+    doc = (SAMPLES / "refactor" / "port-orm-queries.json").read_bytes()
+    complete = len(doc.rstrip())  # the document is whole from here on
+    cuts = sorted(data.draw(st.lists(st.integers(1, complete - 1), max_size=8)))
+    with scratch_dir() as tmp:
+        ledger = Path(tmp) / "refactor" / "trace.json"
+        ledger.parent.mkdir()
+        for cut in cuts:
+            ledger.write_bytes(doc[:cut])
+            summary = ingest(Path(tmp) / "pieces.db", [ledger])
+            assert (summary.errors, summary.steps, summary.notices) == (0, 0, [])
+            assert summary.waiting == [str(ledger)]
+        ledger.write_bytes(doc)
+        ingest(Path(tmp) / "pieces.db", [ledger])
+        ingest(Path(tmp) / "whole.db", [ledger])
+        assert dump(Path(tmp) / "pieces.db") == dump(Path(tmp) / "whole.db")
+
+
 def test_partial_last_line_is_not_consumed(tmp_path: Path, db_path: Path) -> None:
     ledger = tmp_path / "runs" / "l.jsonl"
     ledger.parent.mkdir()
@@ -303,3 +396,70 @@ def test_sessions_record_the_meters_their_log_carries(sample_db: Path) -> None:
     assert by_id(sample_db)["bf-0002"]["meters"] == (
         "round_counter,tool_calls,output_tokens,tool_errors,observations,elapsed_time,"
         "write_classification")
+
+
+def test_the_same_file_given_twice_or_through_links_is_read_once(
+    samples: Path, db_path: Path, tmp_path: Path
+) -> None:
+    ledger = samples / "bugfix" / "night-run.jsonl"
+    (tmp_path / "symlink.jsonl").symlink_to(ledger)
+    os.link(ledger, tmp_path / "hardlink.jsonl")
+    summary = ingest(db_path, [ledger, ledger, tmp_path / "symlink.jsonl",
+                               tmp_path / "hardlink.jsonl", samples / "bugfix"])
+    assert (summary.files, summary.new_files) == (1, 1)
+    once = tmp_path / "once.db"
+    ingest(once, [ledger])
+    assert dump(db_path) == dump(once)
+
+
+def test_moved_files_that_share_a_first_line_keep_their_own_rows(
+    tmp_path: Path, db_path: Path, write_jsonl
+) -> None:
+    """Gate ledgers often start alike: each moved file is matched to the source whose bytes
+    it holds, and nothing is read again."""
+    first = {"step": 1, "action": "think", "detail": "plan", "writes": 0, "elapsed_s": 0.0}
+    a = write_jsonl(tmp_path / "a" / "gate.jsonl", [first, {"step": 2, "action": "read"}])
+    b = write_jsonl(tmp_path / "b" / "gate.jsonl", [first, {"step": 2, "action": "write"},
+                                                    {"step": 3, "action": "write"}])
+    ingest(db_path, [a, b])
+    before = {r["source_id"]: r["steps"] for r in rows(db_path, "select * from sessions")}
+    shutil.move(b, tmp_path / "b-moved.jsonl")
+    shutil.move(a, tmp_path / "a-moved.jsonl")
+    summary = ingest(db_path, [tmp_path / "b-moved.jsonl", tmp_path / "a-moved.jsonl"])
+    assert (summary.steps, summary.new_files) == (0, 0)
+    assert len(summary.notices) == 2 and all("moved from" in n for n in summary.notices)
+    after = {r["source_id"]: r["steps"] for r in rows(db_path, "select * from sessions")}
+    assert after == before
+    paths = {r["source_id"]: Path(r["path"]).name for r in rows(db_path, "select * from sources")}
+    assert sorted(paths.values()) == ["a-moved.jsonl", "b-moved.jsonl"]
+
+
+def test_a_grown_one_line_trace_is_read_again_not_continued(
+    tmp_path: Path, db_path: Path
+) -> None:
+    trace = tmp_path / "refactor" / "t.json"
+    trace.parent.mkdir()
+    doc = {"task": "t", "rounds": [{"tool_calls": [], "output_tokens": 5, "observation": "x"}]}
+    trace.write_text(json.dumps(doc) + "\n")
+    ingest(db_path, [trace])
+    trace.write_text(json.dumps(doc) + "\n\n")  # whitespace appended: the same document
+    summary = ingest(db_path, [trace])
+    assert any("a JSON document is read whole" in n for n in summary.notices)
+    (session,) = rows(db_path, "select * from sessions")
+    assert (session["rounds"], session["output_tokens"]) == (1, 5)
+
+
+def test_an_unknown_file_that_grows_keeps_one_error(tmp_path: Path, db_path: Path) -> None:
+    odd = tmp_path / "odd.jsonl"
+    odd.write_text('{"hello": 1}\n')
+    ingest(db_path, [odd])
+    with odd.open("a") as f:
+        f.write('{"hello": 2}\n')
+    ingest(db_path, [odd])
+    assert len(rows(db_path, "select * from ingest_errors")) == 1
+    with odd.open("a") as f:  # and once a line tells its dialect, it is read as that
+        f.write(json.dumps({"session": "s", "type": "round"}) + "\n")
+    summary = ingest(db_path, [odd])
+    assert any("now read as native" in n for n in summary.notices)
+    assert summary.steps == 1
+    assert [r["line"] for r in rows(db_path, "select * from ingest_errors order by line")] == [1, 2]

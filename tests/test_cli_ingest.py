@@ -1,0 +1,123 @@
+"""``agent-ledger ingest`` exit codes and messages (README "Exit codes"): 0 success, 1 an
+error (one line, no traceback), 2 a usage error, 3 ``--strict`` with lines put aside."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ledger.cli import cli
+
+GOOD = '{"session": "s", "type": "round"}\n'
+
+
+def run(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, ["ingest", *args])
+    assert "Traceback" not in result.output
+    assert not isinstance(result.exception, Exception) or isinstance(
+        result.exception, SystemExit), result.exception
+    return result.exit_code, result.output
+
+
+@pytest.fixture
+def ledger_with_a_bad_line(tmp_path: Path) -> Path:
+    path = tmp_path / "agent.jsonl"
+    path.write_text(GOOD + "{oops\n" + GOOD)
+    return path
+
+
+def test_clean_ledgers_exit_0_and_say_nothing_was_put_aside(tmp_path: Path) -> None:
+    ledger = tmp_path / "agent.jsonl"
+    ledger.write_text(GOOD)
+    code, output = run(str(tmp_path / "l.db"), str(ledger), "--strict")
+    assert code == 0
+    assert output.splitlines()[-1] == "0 lines put aside"
+
+
+def test_lines_put_aside_are_counted_and_located(
+    tmp_path: Path, ledger_with_a_bad_line: Path
+) -> None:
+    db = tmp_path / "l.db"
+    code, output = run(str(db), str(ledger_with_a_bad_line))
+    assert code == 0  # without --strict, lines put aside are not a failure
+    assert output.splitlines()[-1] == f"1 lines put aside: see the ingest_errors table in {db}"
+
+
+def test_strict_exits_3_when_any_line_was_put_aside(
+    tmp_path: Path, ledger_with_a_bad_line: Path
+) -> None:
+    db = tmp_path / "l.db"
+    code, output = run(str(db), str(ledger_with_a_bad_line), "--strict")
+    assert code == 3
+    assert "1 lines put aside: see the ingest_errors table" in output
+    # Only this run counts: the next run reads nothing new and is clean.
+    assert run(str(db), str(ledger_with_a_bad_line), "--strict")[0] == 0
+
+
+def test_json_summary(tmp_path: Path, ledger_with_a_bad_line: Path) -> None:
+    code, output = run(str(tmp_path / "l.db"), str(ledger_with_a_bad_line), "--json", "--strict")
+    summary = json.loads(output)
+    assert code == 3
+    assert (summary["lines"], summary["steps"], summary["errors"]) == (3, 2, 1)
+    assert (summary["redactions"], summary["passes"]) == (0, 1)
+
+
+def test_a_missing_path_is_one_line_and_exit_1(tmp_path: Path) -> None:
+    code, output = run(str(tmp_path / "l.db"), str(tmp_path / "nope"))
+    assert code == 1
+    assert output == f"Error: {tmp_path / 'nope'}: no such file or folder\n"
+    assert not (tmp_path / "l.db").exists()
+
+
+def test_an_unreadable_file_is_one_line_and_exit_1(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ledger = tmp_path / "agent.jsonl"
+    ledger.write_text(GOOD)
+    ledger.chmod(0)
+    if os.access(ledger, os.R_OK):  # root reads anything: say what the kernel says to others
+        access = os.access
+        monkeypatch.setattr(os, "access", lambda p, mode: Path(p) != ledger and access(p, mode))
+    code, output = run(str(tmp_path / "l.db"), str(tmp_path))
+    assert code == 1
+    assert output == f"Error: {ledger}: permission denied\n"
+
+
+def test_a_file_that_is_not_a_database_is_exit_1(tmp_path: Path) -> None:
+    db = tmp_path / "notes.db"
+    db.write_text("these are my notes, not a database\n" * 100)
+    ledger = tmp_path / "agent.jsonl"
+    ledger.write_text(GOOD)
+    code, output = run(str(db), str(ledger))
+    assert code == 1
+    assert output.startswith(f"Error: {db}: file is not a database")
+    assert len(output.splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--max-line-bytes", "10"],
+        ["--interval", "0"],
+        ["--no-such-option"],
+        [],  # no paths
+    ],
+    ids=["line-limit-too-small", "interval-zero", "unknown-option", "no-paths"],
+)
+def test_usage_errors_exit_2(tmp_path: Path, args: list[str]) -> None:
+    ledger = tmp_path / "agent.jsonl"
+    ledger.write_text(GOOD)
+    paths = [str(ledger)] if args else []
+    code, output = run(str(tmp_path / "l.db"), *paths, *args)
+    assert code == 2
+    assert "Usage:" in output
+
+
+def test_help_documents_follow_and_has_an_example() -> None:
+    output = CliRunner().invoke(cli, ["ingest", "--help"]).output
+    assert "--follow" in output and "--interval" in output and "Example:" in output
+    assert "--batch-size" not in output  # hidden: for tests and benchmarks

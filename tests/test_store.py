@@ -1,0 +1,137 @@
+"""The database records its schema version and migrates older ones in place, in order.
+
+``tests/fixtures/schema-001.db`` was made by agent-ledger at commit 843aee9 (schema 001, the
+last version before migration 002), from its own checkout:
+``python -m ledger ingest schema-001.db sample_ledgers`` (relative paths), then VACUUM.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ledger import store
+from ledger.cli import cli
+from ledger.ingest import ingest
+from tests.helpers import FIXTURES, ROOT, dump
+
+OLD = FIXTURES / "schema-001.db"
+
+
+def raw(db_path: Path, sql: str) -> list[tuple]:
+    """Read without agent-ledger (so without migrating)."""
+    conn = sqlite3.connect(db_path)
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
+
+
+def columns(db_path: Path) -> dict[str, list[str]]:
+    """Every table's columns (but _migrations), as the file holds them."""
+    tables = [t for (t,) in raw(db_path, "select name from sqlite_master where type = 'table' "
+                                         "and name != '_migrations' order by name")]
+    return {t: [c[1] for c in raw(db_path, f"pragma table_info([{t}])")] for t in tables}
+
+
+def contents(db_path: Path, only: dict[str, list[str]] | None = None) -> dict[str, list[tuple]]:
+    """Every row of every table (or of the tables and columns in ``only``)."""
+    tables = only or columns(db_path)
+    return {
+        table: sorted(raw(db_path, f"select {', '.join(f'[{c}]' for c in names)} "
+                                   f"from [{table}]"), key=repr)
+        for table, names in tables.items()
+    }
+
+
+@pytest.fixture
+def old_db(tmp_path: Path) -> Path:
+    target = tmp_path / "ledger.db"
+    shutil.copy(OLD, target)
+    return target
+
+
+def test_the_fixture_is_a_schema_001_database(old_db: Path) -> None:
+    assert raw(old_db, "pragma user_version") == [(1,)]
+    assert [n for (n,) in raw(old_db, "select name from _migrations")] == ["001_initial"]
+    assert raw(old_db, "select count(*) from steps") == [(80,)]
+
+
+def test_an_old_database_is_migrated_in_place_with_its_data_intact(old_db: Path) -> None:
+    """Every row and column it had is still there; later migrations add tables and columns."""
+    old_columns = columns(old_db)
+    before = contents(old_db)
+    db = store.connect(old_db)
+    db.conn.close()
+    assert raw(old_db, "pragma user_version") == [(store.SCHEMA_VERSION,)]
+    names = [n for (n,) in raw(old_db, "select name from _migrations order by rowid")]
+    assert names == [name for name, _ in store.MIGRATIONS]
+    indexes = {n for (n,) in raw(old_db, "select name from sqlite_master where type='index'")}
+    assert {"idx_sources_path", "idx_sources_fingerprint"} <= indexes
+    assert contents(old_db, old_columns) == before
+    new_columns = columns(old_db)
+    assert all(set(old_columns[t]) <= set(new_columns[t]) for t in old_columns)
+
+
+def test_a_migrated_database_reingests_as_a_fresh_one(
+    old_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its sources are recognised (relative paths, same fingerprints); what changed since
+    (the fold version) is read again, once, and nothing is doubled."""
+    monkeypatch.chdir(ROOT)
+    ingest(old_db, ["sample_ledgers"])
+    fresh = tmp_path / "fresh.db"
+    ingest(fresh, ["sample_ledgers"])
+    assert dump(old_db) == dump(fresh)
+    assert ingest(old_db, ["sample_ledgers"]).steps == 0
+
+
+def test_migrations_are_applied_in_order_once(
+    old_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    applied: list[str] = []
+    extra = [(f"9{n}_test", lambda db, n=n: applied.append(f"9{n}_test")) for n in range(3)]
+    monkeypatch.setattr(store, "MIGRATIONS", (*store.MIGRATIONS, *extra))
+    monkeypatch.setattr(store, "SCHEMA_VERSION", len(store.MIGRATIONS))
+    store.connect(old_db).conn.close()
+    store.connect(old_db).conn.close()
+    assert applied == ["90_test", "91_test", "92_test"]
+    assert raw(old_db, "pragma user_version") == [(len(store.MIGRATIONS),)]
+
+
+def test_a_failing_migration_changes_nothing(
+    old_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(db: object) -> None:
+        raise sqlite3.OperationalError("boom")
+
+    before = contents(old_db)
+    monkeypatch.setattr(store, "MIGRATIONS", (*store.MIGRATIONS, ("99_broken", broken)))
+    monkeypatch.setattr(store, "SCHEMA_VERSION", len(store.MIGRATIONS))
+    with pytest.raises(sqlite3.OperationalError, match="boom"):
+        store.connect(old_db)
+    assert raw(old_db, "pragma user_version") == [(1,)]
+    assert [n for (n,) in raw(old_db, "select name from _migrations")] == ["001_initial"]
+    assert contents(old_db) == before
+
+
+def test_a_database_from_a_newer_agent_ledger_is_refused(old_db: Path, tmp_path: Path) -> None:
+    conn = sqlite3.connect(old_db)
+    conn.execute(f"pragma user_version = {store.SCHEMA_VERSION + 1}")
+    conn.close()
+    ledger = tmp_path / "l.jsonl"
+    ledger.write_text('{"session": "s", "type": "round"}\n')
+    result = CliRunner().invoke(cli, ["ingest", str(old_db), str(ledger)])
+    assert result.exit_code == 1
+    assert f"schema version {store.SCHEMA_VERSION + 1} is newer" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_a_new_database_records_its_version(db_path: Path) -> None:
+    store.connect(db_path).conn.close()
+    assert raw(db_path, "pragma user_version") == [(store.SCHEMA_VERSION,)]
+    assert raw(db_path, "pragma journal_mode") == [("wal",)]
