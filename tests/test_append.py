@@ -115,9 +115,11 @@ def test_many_processes_appending_at_once_never_tear_a_line(tmp_path: Path) -> N
     assert lines.pop() == b""
     assert len(lines) == writers * (events + 2)
     assert sum(len(line) > PIPE_BUF for line in lines) == writers * events // 10
-    # The writers really ran at the same time: the file switches writer again and again.
+    # The writers really ran at the same time: one after another would switch writer only
+    # writers - 1 times; interleaved writers switch again and again (how often depends on the
+    # scheduler, so the bar is low enough for a loaded machine).
     owners = [line.split(b'"session": "', 1)[1][:8] for line in lines]
-    assert sum(a != b for a, b in pairwise(owners)) > 100
+    assert sum(a != b for a, b in pairwise(owners)) > 2 * writers
 
     db = tmp_path / "ledger.db"
     ingest(db, [path])
