@@ -291,7 +291,7 @@ class Ingester:
                         if current["offset"] != offset:
                             continue  # another process got further: read from its offset
                     for line in lines:
-                        self._feed(fold, line)
+                        feed(fold, line, self.options.max_line)
                     source["offset"] = end
                     source["check_hash"] = tail_hash(f, end)
                     stat = os.fstat(f.fileno())
@@ -300,19 +300,6 @@ class Ingester:
                 self.summary.lines += len(lines)
                 self.summary.bytes_read += end - offset
                 self.progress(end - offset)
-
-    def _feed(self, fold: SourceFold, line: Line) -> None:
-        if line.oversize:
-            fold.cursor.line += 1
-            fold.error(
-                fold.cursor.line,
-                line.offset,
-                f"line is {line.oversize} bytes, longer than the limit of "
-                f"{self.options.max_line} (--max-line-bytes)",
-                line.raw,
-            )
-            return
-        fold.feed_line(line.raw, line.offset)
 
     def _ingest_document(self, info: FileInfo, source: dict[str, Any]) -> None:
         data = info.path.read_bytes()
@@ -449,6 +436,22 @@ def follow(
             ingester.ingest(paths, missing_ok=True)
     finally:
         db.conn.close()
+
+
+
+def feed(fold: SourceFold, line: Line, max_line: int) -> None:
+    """One line as :func:`read_lines` gives it: complete, or too long to keep (put aside)."""
+    if line.oversize:
+        fold.cursor.line += 1
+        fold.error(
+            fold.cursor.line,
+            line.offset,
+            f"line is {line.oversize} bytes, longer than the limit of {max_line} "
+            "(--max-line-bytes)",
+            line.raw,
+        )
+        return
+    fold.feed_line(line.raw, line.offset)
 
 
 def ingest(

@@ -10,7 +10,7 @@ from .dialects import NATIVE, RecordError, parse_json
 from .files import discover, read_lines, sniff
 from .fold import Session
 from .importers import DOCUMENTS
-from .ingest import Options, task_class_for
+from .ingest import Options, feed, task_class_for
 from .source import BOM, SourceFold
 
 
@@ -41,11 +41,7 @@ def replay(
                     if not lines:
                         break
                     for line in lines:
-                        if line.oversize:
-                            source.cursor.line += 1
-                            source.error(source.cursor.line, line.offset, "line too long", b"")
-                        else:
-                            source.feed_line(line.raw, line.offset)
+                        feed(source, line, options.max_line)
                     errors.extend(source.take()[0].errors)
         errors.extend(source.take()[0].errors)
         yield [s.row() for s in source.sessions.values()], errors
