@@ -12,6 +12,7 @@ import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -275,7 +276,7 @@ def _upsert(conn: sqlite3.Connection, table: str, rows: Sequence[dict[str, Any]]
         f"INSERT OR REPLACE INTO [{table}] ({', '.join(f'[{c}]' for c in columns)}) "
         f"VALUES ({', '.join('?' for _ in columns)})"
     )
-    conn.executemany(sql, [tuple(row[c] for c in columns) for row in rows])
+    conn.executemany(sql, map(itemgetter(*columns), rows))
 
 
 def write_batch(
