@@ -145,7 +145,8 @@ class State:
         return self.stop_reason is not None
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+        # Every field is a scalar: a plain copy, without asdict's deep copies (a hot path).
+        data = {name: getattr(self, name) for name in _STATE_NAMES}
         data["stop_reason"] = self.stop_reason.value if self.stop_reason else None
         return data
 
@@ -157,7 +158,8 @@ class State:
         return state
 
 
-_STATE_FIELDS = frozenset(f.name for f in fields(State))
+_STATE_NAMES = tuple(f.name for f in fields(State))
+_STATE_FIELDS = frozenset(_STATE_NAMES)
 
 
 class Machine:

@@ -9,7 +9,7 @@ ingests ends up exactly as if it had been folded in one go.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from .budget import GATE, LOOP, Budget, Machine, State
@@ -21,6 +21,8 @@ from .vendors import classify
 
 DETAIL_MAX = 500
 EXCERPT_MAX = 200
+MEMO_CHARS = 200  # texts up to this long are redacted once per fold and remembered
+MEMO_ENTRIES = 4096
 
 RETRY_STORM = "retry_storm"
 NO_PROGRESS = "no_progress"
@@ -114,9 +116,16 @@ class Session:
         return [r for r in (_retry_row(self), _repeat_row(self)) if r is not None]
 
     def to_resume(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["state"] = self.state.to_dict()
+        # What asdict() gives, built by hand: asdict deep-copies every field, and this runs
+        # for every session a batch touches.
+        data = {name: getattr(self, name) for name in _SESSION_FIELDS}
         data["budget"] = self.budget.to_dict()
+        data["state"] = self.state.to_dict()
+        for key in ("retry", "repeat"):
+            run = data[key]
+            if run is not None:
+                data[key] = {name: getattr(run, name) for name in _RUN_FIELDS}
+        data["meters"] = list(self.meters)
         return data
 
     @classmethod
@@ -128,6 +137,10 @@ class Session:
             if data.get(key):
                 data[key] = Run(**data[key])
         return cls(**data)
+
+
+_SESSION_FIELDS = tuple(f.name for f in fields(Session))
+_RUN_FIELDS = tuple(f.name for f in fields(Run))
 
 
 class Fold:
@@ -142,6 +155,7 @@ class Fold:
         self.budget = budget
         self.vendor_map = vendor_map
         self.redact = redact
+        self._redacted: dict[str, tuple[str, int]] = {}
         self._machines = {
             fam: Machine(budget, fam, vendor_map)
             for fam in {families_for(d) for d in ("native", TRACE, GATE_DIALECT)}
@@ -154,7 +168,16 @@ class Fold:
         """Redact secrets and cut to ``limit`` characters, counting redactions on the session."""
         if text is None:
             return None
-        cleaned, found = self.redact(text)
+        # Tool names, intents and vendor strings repeat on most events; redaction is pure, so
+        # short texts are redacted once and remembered (a bounded memo, cleared when full).
+        known = self._redacted.get(text)
+        if known is None:
+            known = self.redact(text)
+            if len(text) <= MEMO_CHARS:
+                if len(self._redacted) >= MEMO_ENTRIES:
+                    self._redacted.clear()
+                self._redacted[text] = known
+        cleaned, found = known
         session.redactions += found
         if len(cleaned) > limit:
             cleaned = cleaned[: limit - 1] + "…"
