@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ledger.dialects import (
     GATE,
     NATIVE,
     TRACE,
     RecordError,
+    _parse_json_stdlib,
     detect,
     gate_record,
     native_record,
@@ -62,6 +68,71 @@ def test_parse_json_refuses_with_a_reason(raw, reason) -> None:
 def test_parse_json_accepts_surrogate_pairs_and_duplicate_keys_last_wins() -> None:
     assert parse_json(b'{"a": "\\ud83d\\ude00"}') == {"a": "\U0001f600"}
     assert parse_json(b'{"a": 1, "a": 2}') == {"a": 2}
+
+
+# parse_json takes msgspec's fast path and falls back to the standard library's; the two must
+# agree on every input: the same value, or the same reason.
+
+JSON_SUITE = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "jsontestsuite"
+
+
+def _outcome(parse: Callable[[bytes], Any], raw: bytes) -> tuple[str, str]:
+    try:
+        return "value", repr(parse(raw))
+    except RecordError as exc:
+        return "refused", str(exc)
+
+
+def _suite_files() -> list[Path]:
+    if not JSON_SUITE.is_dir():
+        pytest.skip(f"JSONTestSuite corpus not found at {JSON_SUITE}")
+    return sorted(p for p in JSON_SUITE.rglob("*.json"))
+
+
+def test_parse_json_agrees_with_the_standard_library_on_json_test_suite() -> None:
+    files = _suite_files()
+    assert len(files) > 300
+    for path in files:
+        raw = path.read_bytes()
+        assert _outcome(parse_json, raw) == _outcome(_parse_json_stdlib, raw), path.name
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [b"1e400", b"-1e400", b"[1e999]", b"1.5e-400", b"-0", b"-0.0",
+     b"123456789012345678901234567890", b"18446744073709551616",
+     b'"\\udc00"', b'{"\\ud800": 1}', b'"\\ud800\\u0041"',
+     b"\xef\xbb\xbf{}", b" \x0c{}", b'"\x7f"', b'"\\u0000"', b"", b"{}x", b"[1,]",
+     b'"\xed\xa0\x80"', b'"\xc0\x80"', b'{"a": 1, "b": 2, "a": 3}'],
+)
+def test_parse_json_fast_path_edge_cases(raw: bytes) -> None:
+    assert _outcome(parse_json, raw) == _outcome(_parse_json_stdlib, raw)
+
+
+_json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    value=_json_values,
+    ascii_only=st.booleans(),
+    cuts=st.lists(st.tuples(st.integers(0, 10_000), st.binary(max_size=3)), max_size=3),
+)
+def test_parse_json_fast_path_agrees_on_mangled_json(value, ascii_only, cuts) -> None:
+    text = json.dumps(value, ensure_ascii=ascii_only, allow_nan=False)
+    raw = text.encode("utf-8", "surrogatepass")
+    for at, junk in cuts:  # splice random bytes in: broken UTF-8, broken escapes, stray tokens
+        at %= len(raw) + 1
+        raw = raw[:at] + junk + raw[at + len(junk) // 2:]
+    assert _outcome(parse_json, raw) == _outcome(_parse_json_stdlib, raw)
 
 
 # --- gate (seed 002) ------------------------------------------------------------------------
