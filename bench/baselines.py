@@ -1,0 +1,120 @@
+"""The two baselines agent-ledger's ingest is measured against, in the same run.
+
+* :func:`raw_limit`: what this machine can do at best: read the same files, parse every record
+  with the fastest JSON parser installed, and insert one row per event into a table shaped like
+  ``steps`` (same columns, same primary key, same index) with ``executemany`` in one
+  transaction. No fold, no redaction, no hashing, no sessions: only read, parse and insert.
+* :func:`sqlite_utils_lines`: the input of the user's alternative, ``sqlite-utils insert DB
+  steps FILE --nl``: the JSONL records of the corpus in one file (lines sqlite-utils would
+  crash on are left out, since it stops at the first one; traces are one document per file
+  and are not JSONL).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+COLUMNS = (
+    "session_id", "idx", "action", "tool", "detail", "tool_calls", "output_tokens",
+    "tool_error", "observation_hash", "vendor_stop", "outcome", "ts", "elapsed_s",
+    "total_rounds", "total_steps", "total_tool_calls", "total_output_tokens",
+    "consecutive_errors", "total_writes", "stop_reason", "after_stop", "source_id",
+    "source_line", "source_offset",
+)
+
+
+def fastest_parser() -> tuple[str, Callable[[bytes], Any]]:
+    """The fastest JSON parser installed (measured: msgspec, then orjson, then the stdlib)."""
+    try:
+        import msgspec
+
+        return "msgspec", msgspec.json.Decoder().decode
+    except ImportError:
+        pass
+    try:
+        import orjson
+
+        return "orjson", orjson.loads
+    except ImportError:
+        return "json", json.loads
+
+
+def ledger_files(corpus: Path) -> list[Path]:
+    return sorted(p for p in corpus.rglob("*") if p.suffix in (".jsonl", ".json"))
+
+
+def _records(path: Path, parse: Callable[[bytes], Any]) -> Iterator[tuple[int, int, Any]]:
+    """(line, offset, parsed object) for each record; unparseable lines are skipped."""
+    if path.suffix == ".json":
+        doc = parse(path.read_bytes())
+        for n, item in enumerate(doc.get("rounds", ()), 1):
+            yield n, 0, item
+        return
+    offset = 0
+    with path.open("rb") as f:
+        for n, line in enumerate(f, 1):
+            try:
+                yield n, offset, parse(line)
+            except Exception:  # noqa: BLE001 - a baseline keeps going, like ingest does
+                pass
+            offset += len(line)
+
+
+def raw_limit(corpus: Path, db_path: Path) -> int:
+    """Read, parse and insert every event of ``corpus``; returns the rows inserted."""
+    _, parse = fastest_parser()
+    conn = sqlite3.connect(db_path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute(
+        f"CREATE TABLE steps ({', '.join(COLUMNS)}, PRIMARY KEY (session_id, idx))"
+    )
+    conn.execute("CREATE INDEX idx_steps_source_id ON steps (source_id)")
+    sql = f"INSERT INTO steps VALUES ({', '.join('?' for _ in COLUMNS)})"
+    count = 0
+    conn.execute("BEGIN")
+    for source, path in enumerate(ledger_files(corpus)):
+        source_id = f"s{source}"
+        rows = []
+        for line, offset, obj in _records(path, parse):
+            if not isinstance(obj, dict):
+                continue
+            get = obj.get
+            calls = get("tool_calls")
+            rows.append((
+                get("session") or source_id, f"{source_id}:{line}", get("type"), get("tool"),
+                get("detail"), len(calls) if isinstance(calls, list) else calls,
+                get("output_tokens"), get("tool_error"), None, get("vendor_stop"),
+                get("outcome"), get("ts"), get("elapsed_s"), None, get("step"), None, None,
+                None, get("writes"), None, 0, source_id, line, offset,
+            ))
+        conn.executemany(sql, rows)
+        count += len(rows)
+    conn.execute("COMMIT")
+    conn.close()
+    return count
+
+
+def sqlite_utils_lines(corpus: Path, out: Path) -> tuple[int, int]:
+    """Write the corpus's valid JSONL records to ``out``; returns (records, bytes)."""
+    records = 0
+    with out.open("wb") as f:
+        for path in ledger_files(corpus):
+            if path.suffix != ".jsonl":
+                continue
+            for line in path.open("rb"):
+                try:
+                    json.loads(line, parse_constant=_refuse)
+                except ValueError:
+                    continue
+                f.write(line)
+                records += 1
+    return records, out.stat().st_size
+
+
+def _refuse(name: str) -> None:
+    raise ValueError(name)

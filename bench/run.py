@@ -1,0 +1,469 @@
+"""The whole benchmark: one command, a table of figures, targets met or not.
+
+    .venv/bin/python bench/run.py                  # 1,000,000 events (minutes)
+    .venv/bin/python bench/run.py --events 100000  # a quick run
+    .venv/bin/python bench/run.py --skip rss --skip sqlite-utils
+
+Every figure is the median of ``--repeat`` runs, each in a fresh process (so each stage's peak
+RSS is its own). The baselines run in the same invocation, on the same files, so the ratios
+hold on a noisy machine even when the absolute numbers do not. A stage whose command or route
+does not exist yet is reported as "not available". The table is printed and written to
+``bench/results/latest.md`` (with the date and the machine), the numbers to ``latest.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import baselines  # noqa: E402
+import generate  # noqa: E402
+
+STAGES = ("raw", "sqlite-utils", "ingest", "reingest", "incremental", "what-if", "dashboard",
+          "rss")
+MB = 1_000_000
+WHATIF_OPTIONS = ["--budget", "max_steps=20", "--budget", "max_rounds=30"]
+
+
+@dataclass
+class Run:
+    """One run of a stage: what the stage reported, plus its process's peak RSS."""
+
+    result: dict[str, Any]
+    rss_mb: float
+
+
+@dataclass
+class Figure:
+    name: str
+    runs: list[Run] = field(default_factory=list)
+    events: int | None = None
+    bytes: int | None = None
+    note: str = ""
+
+    @property
+    def seconds(self) -> float:
+        return statistics.median(r.result["seconds"] for r in self.runs)
+
+    @property
+    def cpu_seconds(self) -> float:
+        return statistics.median(r.result.get("cpu_seconds", 0.0) for r in self.runs)
+
+    @property
+    def rss_mb(self) -> float:
+        return max(r.rss_mb for r in self.runs)
+
+    @property
+    def events_per_s(self) -> float | None:
+        return self.events / self.seconds if self.events else None
+
+    @property
+    def mb_per_s(self) -> float | None:
+        return self.bytes / MB / self.seconds if self.bytes else None
+
+
+def stage(name: str, args: dict[str, Any]) -> Run:
+    """Run one stage in a fresh Python process; its result and its peak RSS."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(
+            [sys.executable, str(HERE / "stages.py"), name, json.dumps(args)],
+            stdout=out, stderr=err,
+        )
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        if proc.returncode != 0:
+            raise StageFailed(f"{name}: exit {proc.returncode}: {err.read()[-800:].strip()}")
+        result = json.loads(out.read().strip().splitlines()[-1])
+    return Run(result, usage.ru_maxrss / 1024)  # ru_maxrss is in KiB on Linux
+
+
+class StageFailed(RuntimeError):
+    pass
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+# --- corpus ----------------------------------------------------------------------------------
+
+
+def corpus(data: Path, events: int, seed: int) -> tuple[Path, generate.Manifest]:
+    """The corpus for ``events`` (generated once, then reused), restored to its generated size."""
+    folder = data / f"corpus-{events}-seed{seed}"
+    manifest = generate.Manifest.load(folder)
+    if manifest is None:
+        if folder.exists():
+            shutil.rmtree(folder)
+        log(f"generating {events:,} events into {folder}")
+        start = time.perf_counter()
+        manifest = generate.generate(folder, events, max(1, events // 100), 100, seed)
+        log(f"generated {manifest.bytes / MB:.0f} MB in {time.perf_counter() - start:.0f} s")
+    generate.restore(folder, manifest)
+    return folder, manifest
+
+
+# --- stages ----------------------------------------------------------------------------------
+
+
+def repeat(name: str, times: int, args: dict[str, Any], before: Any = None) -> list[Run]:
+    runs = []
+    for n in range(times):
+        if before is not None:
+            before()
+        runs.append(stage(name, args))
+        log(f"  {name} run {n + 1}/{times}: {runs[-1].result['seconds']:.2f} s, "
+            f"{runs[-1].rss_mb:.0f} MB")
+    return runs
+
+
+def fresh(*paths: Path) -> None:
+    for path in paths:
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
+def available(command: list[str]) -> bool:
+    """Whether an agent-ledger command exists (its --help exits 0)."""
+    proc = subprocess.run([sys.executable, "-m", "ledger", *command, "--help"],
+                          capture_output=True, check=False)
+    return proc.returncode == 0
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.work = Path(tempfile.mkdtemp(prefix="agent-ledger-bench-", dir=args.data))
+        self.figures: dict[str, Figure] = {}
+        self.missing: dict[str, str] = {}
+        self.pages: dict[str, dict[str, Any]] = {}
+        self.rss: list[tuple[int, Figure]] = []
+
+    def wanted(self, name: str) -> bool:
+        return name not in self.args.skip
+
+    def run(self) -> None:
+        args = self.args
+        folder, manifest = corpus(args.data, args.events, args.seed)
+        self.corpus, self.manifest = folder, manifest
+        events, size = manifest.lines, manifest.bytes
+        db = self.work / "ledger.db"
+        log(f"corpus: {events:,} events, {size / MB:.0f} MB, {manifest.files} files")
+
+        if self.wanted("raw"):
+            log("raw limit")
+            raw_db = self.work / "raw.db"
+            runs = repeat("raw", args.repeat, {"corpus": str(folder), "db": str(raw_db)},
+                          lambda: fresh(raw_db))
+            self.add("raw", runs, events=runs[0].result["events"], size=size,
+                     note=f"parse with {runs[0].result['parser']}, executemany, one transaction")
+            fresh(raw_db)
+
+        if self.wanted("sqlite-utils"):
+            log("sqlite-utils insert --nl (preparing its input)")
+            lines = self.work / "all.jsonl"
+            count, nbytes = baselines.sqlite_utils_lines(folder, lines)
+            su_db = self.work / "su.db"
+            runs = repeat("sqlite-utils", args.repeat, {"db": str(su_db), "file": str(lines)},
+                          lambda: fresh(su_db))
+            self.add("sqlite-utils", runs, events=count, size=nbytes,
+                     note="JSONL records only, malformed lines left out")
+            fresh(su_db)
+            lines.unlink()
+
+        if self.wanted("ingest"):
+            log("full ingest")
+            runs = repeat("ingest", args.repeat, {"db": str(db), "paths": [str(folder)]},
+                          lambda: fresh(db))
+            self.add("ingest", runs, events=runs[0].result["events"],
+                     size=runs[0].result["bytes"])
+        elif not db.exists() and any(self.wanted(s) for s in
+                                          ("reingest", "incremental", "what-if", "dashboard")):
+            log("ingesting once for the later stages")
+            stage("ingest", {"db": str(db), "paths": [str(folder)]})
+
+        if self.wanted("reingest"):
+            log("no-op re-ingest")
+            runs = repeat("ingest", args.repeat, {"db": str(db), "paths": [str(folder)]})
+            self.add("reingest", runs, events=events, size=size,
+                     note="same unchanged files; events/s counts the files' events")
+
+        if self.wanted("incremental"):
+            log(f"incremental ingest after {args.append}% more events")
+            self.incremental(db)
+
+        if self.wanted("what-if"):
+            if available(["what-if"]):
+                log("what-if")
+                options = args.whatif_options or WHATIF_OPTIONS
+                try:
+                    runs = repeat("what-if", args.repeat, {"db": str(db), "options": options})
+                    self.add("what-if", runs, events=events,
+                             note="agent-ledger what-if DB " + " ".join(options))
+                except StageFailed as exc:
+                    self.missing["what-if"] = f"failed: {exc}"
+            else:
+                self.missing["what-if"] = "not available (no `agent-ledger what-if` command)"
+
+        if self.wanted("dashboard"):
+            log("dashboard pages and canned queries")
+            run = stage("dashboard", {"db": str(db), "requests": args.requests,
+                                      "pages": args.page})
+            self.pages = run.result["pages"]
+            self.add("dashboard", [run], note=f"{args.requests} requests per page")
+
+        if self.wanted("rss"):
+            self.rss_scaling()
+
+    def incremental(self, db: Path) -> None:
+        base = self.work / "base.db"
+        shutil.copyfile(db, base)
+        inc = self.work / "incremental.db"
+        runs, appended = [], 0
+        for n in range(self.args.repeat):
+            fresh(inc)
+            shutil.copyfile(base, inc)
+            appended = generate.append(self.corpus, self.args.append)
+            try:
+                runs.append(stage("ingest", {"db": str(inc), "paths": [str(self.corpus)]}))
+            finally:
+                generate.restore(self.corpus, self.manifest)
+            log(f"  incremental run {n + 1}: {runs[-1].result['seconds']:.2f} s")
+        self.add("incremental", runs, events=runs[0].result["events"], size=appended,
+                 note=f"{self.args.append}% more events appended to every JSONL file")
+        fresh(inc, base)
+
+    def rss_scaling(self) -> None:
+        for events in self.args.rss_sizes:
+            folder, manifest = corpus(self.args.data, events, self.args.seed)
+            db = self.work / f"rss-{events}.db"
+            log(f"peak RSS at {events:,} events")
+            run = stage("ingest", {"db": str(db), "paths": [str(folder)]})
+            figure = Figure(f"ingest {events:,}", [run], run.result["events"], manifest.bytes)
+            self.rss.append((events, figure))
+            fresh(db)
+
+    def add(self, name: str, runs: list[Run], events: int | None = None,
+            size: int | None = None, note: str = "") -> None:
+        self.figures[name] = Figure(name, runs, events, size, note)
+
+    def close(self) -> None:
+        shutil.rmtree(self.work, ignore_errors=True)
+
+
+# --- the report --------------------------------------------------------------------------------
+
+
+def machine() -> dict[str, str]:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    versions = {}
+    for package in ("agent-ledger", "msgspec", "orjson", "sqlite-utils", "datasette"):
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = "not installed"
+    memory = ""
+    try:
+        kb = int(Path("/proc/meminfo").read_text().split()[1])
+        memory = f"{kb / 1024 / 1024:.0f} GiB"
+    except (OSError, ValueError, IndexError):
+        pass
+    return {
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": f"{platform.system()} {platform.machine()}, {cpu}",
+        "cores": str(os.cpu_count()),
+        "memory": memory,
+        "load average": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+        "python": platform.python_version(),
+        "sqlite": sqlite3.sqlite_version,
+        **versions,
+    }
+
+
+def _num(value: float | None, digits: int = 0) -> str:
+    return "" if value is None else f"{value:,.{digits}f}"
+
+
+def verdict(ok: bool | None) -> str:
+    return "n/a" if ok is None else ("met" if ok else "NOT met")
+
+
+class Report:
+    def __init__(self, bench: Bench) -> None:
+        self.b = bench
+        self.rows: list[tuple[str, str, str, str, str, str]] = []
+        self.numbers: dict[str, Any] = {}
+
+    def target(self, figure: str, value: str, baseline: str, ratio: str, target: str,
+               ok: bool | None) -> None:
+        self.rows.append((figure, value, baseline, ratio, target, verdict(ok)))
+
+    def build(self) -> str:
+        f = self.b.figures
+        ingest, raw, su = f.get("ingest"), f.get("raw"), f.get("sqlite-utils")
+        for base, label, goal in ((raw, "raw limit", 0.7), (su, "sqlite-utils insert --nl", 4)):
+            if ingest and base:
+                r = ingest.events_per_s / base.events_per_s
+                cpu = (base.cpu_seconds / base.events) / (ingest.cpu_seconds / ingest.events)
+                self.target(f"full ingest vs {label}", f"{_num(ingest.events_per_s)} events/s",
+                            f"{_num(base.events_per_s)} events/s",
+                            f"{r:.2f}x (CPU time: {cpu:.2f}x)", f">= {goal}x", r >= goal)
+        if ingest:
+            self.target("full ingest peak RSS", f"{ingest.rss_mb:.0f} MB", "", "", "< 100 MB",
+                        ingest.rss_mb < 100)
+        if self.b.rss:
+            peaks = [fig.rss_mb for _, fig in self.b.rss]
+            r = max(peaks) / min(peaks)
+            sizes = " / ".join(f"{e // 1000:,}k" for e, _ in self.b.rss)
+            self.target(f"peak RSS at {sizes} events",
+                        " / ".join(f"{p:.0f} MB" for p in peaks), "", f"{r:.2f}x max/min",
+                        "< 100 MB, flat (<= 1.25x)", max(peaks) < 100 and r <= 1.25)
+        reingest = f.get("reingest")
+        if reingest and ingest:
+            r = reingest.seconds / ingest.seconds
+            self.target("no-op re-ingest", f"{reingest.seconds:.3f} s",
+                        f"{ingest.seconds:.2f} s (full)", f"{r:.2%}", "< 2%", r < 0.02)
+        inc = f.get("incremental")
+        if inc and ingest and reingest and inc.bytes and ingest.bytes:
+            # Beyond the fixed cost of looking at every file (the no-op re-ingest), the new
+            # bytes should cost what bytes cost in a full ingest.
+            per_mb = (inc.seconds - reingest.seconds) / (inc.bytes / MB)
+            full_per_mb = ingest.seconds / (ingest.bytes / MB)
+            r = per_mb / full_per_mb
+            self.target("incremental ingest, beyond the no-op (s per new MB)",
+                        f"{inc.seconds:.2f} s for {inc.bytes / MB:.1f} MB",
+                        f"{full_per_mb:.3f} s/MB (full)", f"{r:.2f}x",
+                        "proportional (<= 2x)", r <= 2)
+        whatif = f.get("what-if")
+        if whatif:
+            self.target("what-if on the stored events", f"{whatif.seconds:.2f} s", "", "",
+                        "< 5 s", whatif.seconds < 5)
+        elif "what-if" in self.b.missing:
+            self.target("what-if on the stored events", self.b.missing["what-if"], "", "",
+                        "< 5 s", None)
+        for page, found in self.b.pages.items():
+            if "median_ms" not in found:
+                self.target(f"page {page}", f"not available ({found['status']})", "", "",
+                            "< 300 ms", None)
+                continue
+            ok = found["status"] == 200 and found["median_ms"] < 300
+            status = "" if found["status"] == 200 else f" (HTTP {found['status']})"
+            self.target(f"page {page}", f"{found['median_ms']:.0f} ms{status}", "", "",
+                        "< 300 ms", ok)
+        return self.render()
+
+    def render(self) -> str:
+        facts = machine()
+        m = self.b.manifest
+        out = [
+            "# agent-ledger benchmark",
+            "",
+            f"{facts['date']}, {facts['machine']}, {facts['cores']} cores, {facts['memory']}.",
+            "",
+            "| machine | |",
+            "|---|---|",
+            *(f"| {k} | {v} |" for k, v in facts.items()),
+            "",
+            f"Corpus: {m.lines:,} events ({m.malformed} malformed lines) in "
+            f"{m.native_files + m.gate_files + m.trace_files} files ({m.native_files} native, "
+            f"{m.gate_files} gate, {m.trace_files} trace), {m.bytes / MB:.0f} MB, seed {m.seed}. "
+            f"Median of {self.b.args.repeat} runs.",
+            "",
+            "## Targets",
+            "",
+            "| figure | value | baseline | ratio | target | met? |",
+            "|---|---|---|---|---|---|",
+            *("| " + " | ".join(row) + " |" for row in self.rows),
+            "",
+            "## Measurements",
+            "",
+            "| stage | median s | CPU s | events/s | MB/s | peak RSS | runs | note |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        figures = list(self.b.figures.values()) + [fig for _, fig in self.b.rss]
+        for fig in figures:
+            out.append(
+                f"| {fig.name} | {fig.seconds:.3f} | {fig.cpu_seconds:.3f} | "
+                f"{_num(fig.events_per_s)} | {_num(fig.mb_per_s, 1)} | {fig.rss_mb:.0f} MB | "
+                f"{len(fig.runs)} | {fig.note} |"
+            )
+        for name, why in self.b.missing.items():
+            out.append(f"| {name} | | | | | | | {why} |")
+        self.numbers = {
+            "machine": facts,
+            "manifest": vars(m),
+            "figures": {fig.name: {"seconds": [r.result["seconds"] for r in fig.runs],
+                                   "median_s": fig.seconds, "cpu_s": fig.cpu_seconds,
+                                   "events": fig.events,
+                                   "bytes": fig.bytes, "peak_rss_mb": fig.rss_mb}
+                        for fig in figures},
+            "pages": self.b.pages,
+            "missing": self.b.missing,
+        }
+        return "\n".join(out) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--repeat", type=int, default=3, help="runs per figure (median)")
+    parser.add_argument("--append", type=float, default=1.0,
+                        help="percent of events appended for the incremental ingest")
+    parser.add_argument("--requests", type=int, default=5, help="requests per dashboard page")
+    parser.add_argument("--page", action="append", default=[], help="another page to time")
+    parser.add_argument("--whatif-option", dest="whatif_options", action="append",
+                        help=f"options for what-if (default: {' '.join(WHATIF_OPTIONS)})")
+    parser.add_argument("--rss-sizes", default="100000,1000000,3000000",
+                        help="corpus sizes for the peak-RSS scaling stage")
+    parser.add_argument("--skip", action="append", default=[], choices=STAGES)
+    parser.add_argument("--data", type=Path, default=HERE / "data",
+                        help="where corpora are generated and kept (default bench/data)")
+    parser.add_argument("--out", type=Path, default=HERE / "results",
+                        help="folder for latest.md and latest.json ('-': write nothing)")
+    args = parser.parse_args()
+    args.rss_sizes = [int(x) for x in args.rss_sizes.split(",") if x]
+    args.data.mkdir(parents=True, exist_ok=True)
+    bench = Bench(args)
+    try:
+        bench.run()
+    finally:
+        bench.close()
+    report = Report(bench)
+    text = report.build()
+    print(text)
+    if str(args.out) != "-":
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "latest.md").write_text(text)
+        (args.out / "latest.json").write_text(json.dumps(report.numbers, indent=1) + "\n")
+        log(f"wrote {args.out / 'latest.md'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,153 @@
+"""One measured stage, run in a process of its own so its peak RSS is its own.
+
+``python bench/stages.py STAGE JSON_ARGS`` does the work, times it (``perf_counter`` around the
+work only, not the interpreter start) and prints one JSON object on its last line. The parent
+(:mod:`run`) reads the peak RSS of the process from ``os.wait4``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import baselines  # noqa: E402
+
+Result = dict[str, Any]
+
+
+CPU: dict[str, float] = {}  # CPU seconds of the last timed work, reported with the result
+
+
+def _timed(work: Callable[[], Any]) -> tuple[float, Any]:
+    start, cpu = time.perf_counter(), time.process_time()
+    value = work()
+    CPU["cpu_seconds"] = time.process_time() - cpu
+    return time.perf_counter() - start, value
+
+
+def raw(args: dict[str, Any]) -> Result:
+    seconds, rows = _timed(lambda: baselines.raw_limit(Path(args["corpus"]), Path(args["db"])))
+    return {"seconds": seconds, "events": rows, "parser": baselines.fastest_parser()[0]}
+
+
+def sqlite_utils(args: dict[str, Any]) -> Result:
+    from sqlite_utils.cli import cli
+
+    command = ["insert", args["db"], "steps", args["file"], "--nl", "--alter", "--silent"]
+    seconds, _ = _timed(lambda: cli.main(command, standalone_mode=False))
+    return {"seconds": seconds, "command": "sqlite-utils " + " ".join(command)}
+
+
+def _agent_ledger(command: list[str]) -> tuple[float, int, str]:
+    """Run an agent-ledger command in this process; (seconds, exit code, output)."""
+    import contextlib
+    import io
+
+    from ledger.cli import cli
+
+    out = io.StringIO()
+
+    def work() -> int:
+        with contextlib.redirect_stdout(out):
+            try:
+                cli.main(command, standalone_mode=False)
+            except SystemExit as exc:
+                return int(exc.code or 0)
+        return 0
+
+    seconds, code = _timed(work)
+    return seconds, code, out.getvalue()
+
+
+def ingest(args: dict[str, Any]) -> Result:
+    command = ["ingest", args["db"], *args["paths"], "--no-progress", "--json"]
+    seconds, code, output = _agent_ledger(command)
+    if code not in (0, 3):
+        raise SystemExit(f"agent-ledger ingest exited with {code}")
+    summary = json.loads(output)
+    return {
+        "seconds": seconds,
+        "events": summary["steps"] + summary["errors"],
+        "bytes": summary["bytes_read"],
+        "summary": {k: summary[k] for k in ("files", "unchanged_files", "updated_files",
+                                            "sessions", "steps", "errors", "redactions")},
+    }
+
+
+def whatif(args: dict[str, Any]) -> Result:
+    seconds, code, output = _agent_ledger(["what-if", args["db"], *args["options"]])
+    if code != 0:
+        raise SystemExit(f"agent-ledger what-if exited with {code}: {output[-500:]}")
+    return {"seconds": seconds, "command": "agent-ledger what-if DB " + " ".join(args["options"])}
+
+
+def _plugin_pages(datasette: Any) -> list[str]:
+    """Fixed paths the plugins register (routes whose pattern has no parameters)."""
+    from datasette.plugins import pm
+
+    pages = []
+    for routes in pm.hook.register_routes(datasette=datasette):
+        for pattern, _view in routes or ():
+            path = pattern.strip("^$")
+            if not re.search(r"[()\[\]?*+\\]", path):
+                pages.append(path)
+    return pages
+
+
+def dashboard(args: dict[str, Any]) -> Result:
+    """Median request time of each page through Datasette's in-process client."""
+    from datasette.app import Datasette
+
+    from ledger.serve import metadata_for
+
+    db = args["db"]
+    metadata = metadata_for(db)
+    name = Path(db).stem
+    database = metadata["databases"][name]
+    pages = ["/", f"/{name}"]
+    pages += [f"/{name}/{t}" for t, spec in database.get("tables", {}).items()
+              if not spec.get("hidden")]
+    pages += [f"/{name}/{q}" for q in database.get("queries", {})]
+    pages += args.get("pages", [])
+    datasette = Datasette([db], metadata=metadata, settings={"num_sql_threads": 1})
+    pages += [p for p in _plugin_pages(datasette) if p not in pages]
+
+    async def measure() -> dict[str, Any]:
+        await datasette.invoke_startup()
+        found: dict[str, Any] = {}
+        for page in pages:
+            first = await datasette.client.get(page)
+            if first.status_code == 404:
+                found[page] = {"status": 404}
+                continue
+            times = []
+            for _ in range(args.get("requests", 5)):
+                start = time.perf_counter()
+                response = await datasette.client.get(page)
+                times.append(time.perf_counter() - start)
+            found[page] = {"status": response.status_code, "median_ms":
+                           statistics.median(times) * 1000, "max_ms": max(times) * 1000}
+        return found
+
+    seconds, found = _timed(lambda: asyncio.run(measure()))
+    return {"seconds": seconds, "pages": found}
+
+
+STAGES: dict[str, Callable[[dict[str, Any]], Result]] = {
+    "raw": raw, "sqlite-utils": sqlite_utils, "ingest": ingest, "what-if": whatif,
+    "dashboard": dashboard,
+}
+
+
+if __name__ == "__main__":
+    stage, raw_args = sys.argv[1], sys.argv[2]
+    print(json.dumps({**STAGES[stage](json.loads(raw_args)), **CPU}))
