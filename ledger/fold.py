@@ -279,11 +279,14 @@ class Fold:
                 run.end, run.length, run.ended_at = idx, state.observation_repeats, event.ts
                 run.output_tokens += event.output_tokens or 0
                 run.tool_calls += event.tool_calls or 0
+                if run.detail is None:
+                    # The run has just become an incident: its excerpt is the repeated
+                    # observation (the same text: the same hash), redacted only now.
+                    run.detail = self.clean(session, event.observation, EXCERPT_MAX)
             else:
                 closed += _close(_repeat_row(session))
-                excerpt = self.clean(session, event.observation, EXCERPT_MAX)
                 session.repeat = Run(
-                    state.last_observation_hash or "", idx, idx, 1, excerpt, event.ts, event.ts
+                    state.last_observation_hash or "", idx, idx, 1, None, event.ts, event.ts
                 )
         return closed
 
