@@ -13,8 +13,8 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from .budget import GATE, LOOP, Budget, Machine, State
+from .dialects import DIALECTS, TRACE
 from .dialects import GATE as GATE_DIALECT
-from .dialects import TRACE
 from .events import METERS, Event, meters_of
 from .reasons import CONTINUE, StopReason
 from .vendors import classify
@@ -160,6 +160,7 @@ class Fold:
             fam: Machine(budget, fam, vendor_map)
             for fam in {families_for(d) for d in ("native", TRACE, GATE_DIALECT)}
         }
+        self._machine_of = {d: self._machines[families_for(d)] for d in DIALECTS}
 
     def new_session(self, session_id: str, **kwargs: Any) -> Session:
         return Session(session_id, budget=self.budget, **kwargs)
@@ -192,10 +193,13 @@ class Fold:
             if session.t0 is None:
                 session.t0 = event.at
             event.elapsed_s = round(event.at - session.t0, 3)
-        carried = meters_of(event)
-        if not carried.issubset(session.meters):
-            session.meters = sorted(carried.union(session.meters), key=METERS.index)
-        machine = self._machines[families_for(session.dialect)]
+        if len(session.meters) < len(METERS):  # once a session has every meter, it keeps them
+            carried = meters_of(event)
+            if not carried.issubset(session.meters):
+                session.meters = sorted(carried.union(session.meters), key=METERS.index)
+        machine = self._machine_of.get(session.dialect)
+        if machine is None:
+            machine = self._machines[families_for(session.dialect)]
         reason = machine.advance(state, event)
         if reason is not None:  # the detail may quote the vendor stop string
             state.stop_detail = self.clean(session, state.stop_detail)
@@ -208,7 +212,9 @@ class Fold:
         if event.action == "start":
             # A new turn: the last turn's terminal signal no longer says how the log ends.
             session.recorded_stop = session.vendor_stop = None
-        recorded = event.outcome or _reason_value(classify(event.vendor_stop, self.vendor_map))
+        recorded = event.outcome
+        if not recorded and event.vendor_stop:
+            recorded = _reason_value(classify(event.vendor_stop, self.vendor_map))
         if recorded is not None and recorded != CONTINUE:
             session.recorded_stop = recorded
             session.vendor_stop = vendor
