@@ -279,6 +279,9 @@ def _upsert(conn: sqlite3.Connection, table: str, rows: Sequence[dict[str, Any]]
     conn.executemany(sql, map(itemgetter(*columns), rows))
 
 
+_STEP_KEY = itemgetter("session_id", "idx")
+
+
 def write_batch(
     conn: sqlite3.Connection,
     *,
@@ -292,7 +295,9 @@ def write_batch(
     """Write one batch. Call inside :func:`immediate`."""
     changed = [row["session_id"] for row in sessions]
     rollup.apply(conn, changed, -1)
-    _upsert(conn, "steps", steps)
+    # In primary-key order: a file interleaves its sessions, and B-tree inserts in key order
+    # touch each page once instead of jumping between sessions (about 3 us less per row).
+    _upsert(conn, "steps", sorted(steps, key=_STEP_KEY))
     _upsert(conn, "incidents", incidents)
     if errors:
         columns = list(errors[0])
