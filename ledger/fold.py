@@ -27,6 +27,7 @@ MEMO_ENTRIES = 4096
 RETRY_STORM = "retry_storm"
 NO_PROGRESS = "no_progress"
 UNKNOWN_VENDOR = "unknown_vendor"
+_UNKNOWN_VENDOR_STOP = StopReason.UNKNOWN_VENDOR.value  # (an enum's .value is a slow lookup)
 
 Redactor = Callable[[str], tuple[str, int]]
 
@@ -219,7 +220,7 @@ class Fold:
             session.recorded_stop = recorded
             session.vendor_stop = vendor
         incidents = self._track_runs(session, event, tool, detail, reason)
-        if recorded == StopReason.UNKNOWN_VENDOR.value:
+        if recorded == _UNKNOWN_VENDOR_STOP:
             incidents.append(_incident(session, UNKNOWN_VENDOR, Run(
                 vendor or "", state.events, state.events, 1, detail, event.ts, event.ts,
                 event.output_tokens or 0, event.tool_calls or 0,
