@@ -55,7 +55,7 @@ GATE_SCENARIOS = {"complete": 25, "long": 35, "writes": 15, "slow": 10, "retry_n
 TRACE_SCENARIOS = ("long", "no_progress", "token_blowup", "complete", "unknown_vendor",
                    "tool_call_blowup", "tool_errors", "long", "complete", "no_progress")
 
-SECRET_RATE = 0.002  # observations that carry a secret-shaped string
+SECRET_RATE = 0.002  # observations that carry a secret-shaped string (details: 5 times more)
 MALFORMED_RATE = 0.0001  # JSONL lines that cannot be used
 MANIFEST = "corpus.manifest"  # not *.json, so ingest does not take it for a ledger
 T0 = 1_796_248_800.0  # 2026-12-02T22:00:00Z, the start of the night
@@ -205,7 +205,10 @@ class SessionMaker:
         r = self.rng
         kind = kind or r.choice(("think", "read", "read", "write"))
         tool = r.choice(TOOLS)
-        step = Step(kind, tool=tool, detail=self.text.detail(tool), dt=r.uniform(0.1, 2.0))
+        detail = self.text.detail(tool)
+        if r.random() < SECRET_RATE * 5:  # shell actions echo commands, credentials and all
+            detail += self.text.secret()
+        step = Step(kind, tool=tool, detail=detail, dt=r.uniform(0.1, 2.0))
         for key, value in kw.items():
             setattr(step, key, value)
         return step
@@ -228,6 +231,8 @@ class SessionMaker:
         elif scenario == "no_progress":
             tool = r.choice(TOOLS)
             same = self.text.observation(tool)
+            if r.random() < 0.05:
+                same += self.text.secret()
             head = [self.round(tool=tool, observation=same, tool_error=False)
                     for _ in range(r.randint(2, 5))]
         elif scenario == "tool_errors":

@@ -1,0 +1,116 @@
+"""Where ingest's time goes: CPU time per event of each layer, added one at a time.
+
+    .venv/bin/python bench/layers.py bench/data/corpus-1000000-seed1
+    .venv/bin/python bench/layers.py CORPUS --cprofile   # and the top functions
+
+Each line runs the pipeline up to that layer over the corpus's JSONL files (best of
+``--repeat`` runs, CPU time, so other load on the machine matters less) and prints the CPU
+microseconds per event; the difference between two lines is that layer's cost. The last two
+lines are a whole ingest into a fresh database, without and with the ``steps`` rows written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from ledger import store
+from ledger.dialects import GATE, NATIVE, RecordError, gate_record, native_record, parse_json
+from ledger.files import discover, read_lines, sniff
+from ledger.ingest import Options, ingest
+from ledger.source import SourceFold
+
+
+def jsonl_files(corpus: Path) -> list[tuple[Path, str]]:
+    infos = (sniff(path) for path in discover([corpus]))
+    return [(i.path, i.dialect) for i in infos if i.dialect in (NATIVE, GATE)]
+
+
+def pipeline(files: list[tuple[Path, str]], depth: int) -> int:
+    """Run the layers up to ``depth`` (1 read, 2 parse, 3 records, 4 fold); returns lines."""
+    fold = Options().make_fold()
+    count = 0
+    for path, dialect in files:
+        source = SourceFold(fold, path.name, str(path), dialect, "bench")
+        record = native_record if dialect == NATIVE else gate_record
+        with path.open("rb") as f:
+            offset = 0
+            while True:
+                lines, offset = read_lines(f, offset, 20_000)
+                if not lines:
+                    break
+                count += len(lines)
+                for line in lines:
+                    if depth == 4:
+                        source.feed_line(line.raw, line.offset)
+                    elif depth > 1:
+                        try:
+                            value = parse_json(line.raw)
+                            if depth > 2:
+                                record(value)
+                        except RecordError:
+                            pass
+                source.take()
+    return count
+
+
+def whole_ingest(corpus: Path, write_steps: bool) -> int:
+    original = store.write_batch
+
+    def without_steps(conn, *, steps, **rest):  # type: ignore[no-untyped-def]
+        return original(conn, steps=[], **rest)
+
+    store.write_batch = original if write_steps else without_steps
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            summary = ingest(Path(tmp) / "ledger.db", [corpus])
+    finally:
+        store.write_batch = original
+    return summary.steps + summary.errors
+
+
+def best(work: Callable[[], int], repeat: int) -> tuple[float, int]:
+    times, count = [], 0
+    for _ in range(repeat):
+        start = time.process_time()
+        count = work()
+        times.append(time.process_time() - start)
+    return min(times), count
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("corpus", type=Path)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--cprofile", action="store_true", help="also profile a whole ingest")
+    args = parser.parse_args()
+    files = jsonl_files(args.corpus)
+    layers = [
+        ("read lines (files.read_lines)", lambda: pipeline(files, 1)),
+        ("+ parse JSON (dialects.parse_json)", lambda: pipeline(files, 2)),
+        ("+ validate records (native_record/gate_record)", lambda: pipeline(files, 3)),
+        ("+ fold: sessions, budget, hashing, redaction, rows", lambda: pipeline(files, 4)),
+        ("whole ingest, steps rows not written", lambda: whole_ingest(args.corpus, False)),
+        ("whole ingest", lambda: whole_ingest(args.corpus, True)),
+    ]
+    previous = 0.0
+    print("| layer | CPU us/event | this layer |\n|---|---|---|")
+    for name, work in layers:
+        seconds, count = best(work, args.repeat)
+        per_event = seconds * 1e6 / count
+        print(f"| {name} | {per_event:.1f} | +{per_event - previous:.1f} |", flush=True)
+        previous = per_event
+    if args.cprofile:
+        profiler = cProfile.Profile()
+        profiler.runcall(whole_ingest, args.corpus, True)
+        pstats.Stats(profiler, stream=sys.stdout).sort_stats("tottime").print_stats(25)
+
+
+if __name__ == "__main__":
+    main()
