@@ -255,19 +255,22 @@ class Ingester:
     # -- reading -------------------------------------------------------------------------------
 
     def _source_fold(self, conn: Any, source: dict[str, Any]) -> SourceFold:
-        sessions = {}
-        for data in store.load_states(conn, source["source_id"]):
-            session = Session.from_resume(data)
-            sessions[session.session_id] = session
+        source_id = source["source_id"]
+
+        def load(session_id: str) -> Session | None:
+            data = store.load_state(conn, source_id, session_id)
+            return None if data is None else Session.from_resume(data)
+
         return SourceFold(
             self.fold,
-            source["source_id"],
+            source_id,
             source["path"],
             source["dialect"],
             source["task_class"],
             Cursor(**json.loads(source["cursor"])),
-            sessions,
+            {},
             owner_of=lambda sid: store.session_owner(conn, sid),
+            load=load,
         )
 
     def _ingest_lines(self, info: FileInfo, source: dict[str, Any]) -> None:

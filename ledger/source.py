@@ -34,6 +34,8 @@ BOM = b"\xef\xbb\xbf"
 
 #: Given a native session id, the source that already owns it (None if nobody does).
 OwnerLookup = Callable[[str], "str | None"]
+#: Given a session id, the session as a previous ingest of this source left it (None if new).
+SessionLoader = Callable[[str], "Session | None"]
 
 
 @dataclass
@@ -74,6 +76,7 @@ class SourceFold:
         cursor: Cursor | None = None,
         sessions: dict[str, Session] | None = None,
         owner_of: OwnerLookup | None = None,
+        load: SessionLoader | None = None,
     ) -> None:
         self.fold = fold
         self.source_id = source_id
@@ -83,6 +86,7 @@ class SourceFold:
         self.cursor = cursor or Cursor()
         self.sessions: dict[str, Session] = sessions if sessions is not None else {}
         self.owner_of = owner_of or (lambda _sid: None)
+        self.load = load or (lambda _sid: None)
         self.out = Output()
         self.touched: set[str] = set()
 
@@ -182,6 +186,12 @@ class SourceFold:
         parent: str | None = None,
     ) -> Session:
         session = self.sessions.get(session_id)
+        if session is None:
+            # Sessions of earlier ingests are loaded when their file goes on with them, so
+            # new lines cost what they hold, not what the file held before.
+            session = self.load(session_id)
+            if session is not None:
+                self.sessions[session_id] = session
         if session is None:
             session = self.fold.new_session(
                 session_id,

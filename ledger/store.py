@@ -363,9 +363,13 @@ def source_ids_from(conn: sqlite3.Connection, prefix: str) -> set[str]:
     return {source_id for (source_id,) in rows}
 
 
-def load_states(conn: sqlite3.Connection, source_id: str) -> list[dict[str, Any]]:
-    rows = conn.execute("SELECT state FROM fold_state WHERE source_id = ?", (source_id,))
-    return [json.loads(state) for (state,) in rows]
+def load_state(conn: sqlite3.Connection, source_id: str, session_id: str) -> dict[str, Any] | None:
+    """The resumable state of one session of ``source_id``, if an ingest saved it."""
+    row = conn.execute(
+        "SELECT state FROM fold_state WHERE session_id = ? AND source_id = ?",
+        (session_id, source_id),
+    ).fetchone()
+    return json.loads(row[0]) if row else None
 
 
 def session_owner(conn: sqlite3.Connection, session_id: str) -> str | None:
