@@ -10,12 +10,14 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import sqlite3
 import statistics
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -90,16 +92,39 @@ def whatif(args: dict[str, Any]) -> Result:
     return {"seconds": seconds, "command": "agent-ledger what-if DB " + " ".join(args["options"])}
 
 
-def _plugin_pages(datasette: Any) -> list[str]:
-    """Fixed paths the plugins register (routes whose pattern has no parameters)."""
+_GROUP = re.compile(r"\(\?P<(\w+)>((?:[^()]|\([^()]*\))*)\)(\?)?")
+
+
+def expand_route(pattern: str, values: dict[str, str]) -> list[str]:
+    """The paths a plugin's route pattern serves: named groups filled from ``values``, an
+    alternation of words expanded, an optional group left out; [] if anything else remains."""
+    paths = [pattern.removeprefix("^").removesuffix("$")]
+    while True:
+        match = next((m for p in paths if (m := _GROUP.search(p))), None)
+        if match is None:
+            break
+        name, body, optional = match.groups()
+        if name in values:
+            options = [values[name]]
+        elif optional:
+            options = [""]
+        elif re.fullmatch(r"[\w-]+(\|[\w-]+)*", body):
+            options = body.split("|")
+        else:
+            return []
+        paths = [p.replace(match.group(0), o, 1) if match.group(0) in p else p
+                 for p in paths for o in options]
+    return [p for p in dict.fromkeys(paths) if not re.search(r"[()\[\]?*+\\^$|]", p)]
+
+
+def _plugin_pages(datasette: Any, values: dict[str, str]) -> list[str]:
+    """The pages the plugins register, with this database and its longest session filled in."""
     from datasette.plugins import pm
 
     pages = []
     for routes in pm.hook.register_routes(datasette=datasette):
         for pattern, _view in routes or ():
-            path = pattern.strip("^$")
-            if not re.search(r"[()\[\]?*+\\]", path):
-                pages.append(path)
+            pages += expand_route(pattern, values)
     return pages
 
 
@@ -118,8 +143,13 @@ def dashboard(args: dict[str, Any]) -> Result:
               if not spec.get("hidden")]
     pages += [f"/{name}/{q}" for q in database.get("queries", {})]
     pages += args.get("pages", [])
-    datasette = Datasette([db], metadata=metadata, settings={"num_sql_threads": 1})
-    pages += [p for p in _plugin_pages(datasette) if p not in pages]
+    datasette = Datasette([db], metadata=metadata)
+    with sqlite3.connect(db) as conn:  # the longest session: the worst case for its timeline
+        row = conn.execute("SELECT session_id FROM sessions ORDER BY events DESC LIMIT 1")
+        longest = (row.fetchone() or ("",))[0]
+    longest = quote(longest, safe="")
+    values = {"database": name, "db": name, "session": longest, "session_id": longest}
+    pages += [p for p in _plugin_pages(datasette, values) if p not in pages]
 
     async def measure() -> dict[str, Any]:
         await datasette.invoke_startup()
