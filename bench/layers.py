@@ -5,8 +5,9 @@
 
 Each line runs the pipeline up to that layer over the corpus's JSONL files (best of
 ``--repeat`` runs, CPU time, so other load on the machine matters less) and prints the CPU
-microseconds per event; the difference between two lines is that layer's cost. The last two
-lines are a whole ingest into a fresh database, without and with the ``steps`` rows written.
+microseconds per event; the difference between two lines is that layer's cost. The last three
+lines are whole ingests into a fresh database (traces included): without the ``steps`` rows
+and the verdict tables, with the rows, and with everything.
 """
 
 from __future__ import annotations
@@ -60,18 +61,24 @@ def pipeline(files: list[tuple[Path, str]], depth: int) -> int:
     return count
 
 
-def whole_ingest(corpus: Path, write_steps: bool) -> int:
-    original = store.write_batch
+def whole_ingest(corpus: Path, write_steps: bool = True, verdicts: bool = True) -> int:
+    """A whole ingest into a fresh database; optionally without the ``steps`` rows (and then
+    without the verdict tables, which read them) or without the verdict tables."""
+    from ledger import verdict_store
+
+    original, after_ingest = store.write_batch, verdict_store.after_ingest
 
     def without_steps(conn, *, steps, **rest):  # type: ignore[no-untyped-def]
         return original(conn, steps=[], **rest)
 
     store.write_batch = original if write_steps else without_steps
+    if not verdicts:
+        verdict_store.after_ingest = lambda _db, _changed: None
     try:
         with tempfile.TemporaryDirectory() as tmp:
             summary = ingest(Path(tmp) / "ledger.db", [corpus])
     finally:
-        store.write_batch = original
+        store.write_batch, verdict_store.after_ingest = original, after_ingest
     return summary.steps + summary.errors
 
 
@@ -96,8 +103,10 @@ def main() -> None:
         ("+ parse JSON (dialects.parse_json)", lambda: pipeline(files, 2)),
         ("+ validate records (native_record/gate_record)", lambda: pipeline(files, 3)),
         ("+ fold: sessions, budget, hashing, redaction, rows", lambda: pipeline(files, 4)),
-        ("whole ingest, steps rows not written", lambda: whole_ingest(args.corpus, False)),
-        ("whole ingest", lambda: whole_ingest(args.corpus, True)),
+        ("whole ingest, no steps rows, no verdicts", lambda: whole_ingest(args.corpus, False,
+                                                                          False)),
+        ("+ steps rows (executemany)", lambda: whole_ingest(args.corpus, True, False)),
+        ("+ verdict tables (whole ingest)", lambda: whole_ingest(args.corpus)),
     ]
     previous = 0.0
     print("| layer | CPU us/event | this layer |\n|---|---|---|")
@@ -108,7 +117,7 @@ def main() -> None:
         previous = per_event
     if args.cprofile:
         profiler = cProfile.Profile()
-        profiler.runcall(whole_ingest, args.corpus, True)
+        profiler.runcall(whole_ingest, args.corpus)
         pstats.Stats(profiler, stream=sys.stdout).sort_stats("tottime").print_stats(25)
 
 
