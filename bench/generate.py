@@ -61,6 +61,9 @@ MANIFEST = "corpus.manifest"  # not *.json, so ingest does not take it for a led
 T0 = 1_796_248_800.0  # 2026-12-02T22:00:00Z, the start of the night
 
 
+GENERATOR_VERSION = 2  # bump when the corpus changes, so kept corpora are made again
+
+
 @dataclass
 class Manifest:
     events: int
@@ -74,6 +77,7 @@ class Manifest:
     gate_files: int = 0
     trace_files: int = 0
     sizes: dict[str, int] = field(default_factory=dict)  # file -> bytes, as generated
+    version: int = GENERATOR_VERSION
 
     def save(self, folder: Path) -> None:
         (folder / MANIFEST).write_text(json.dumps(asdict(self), indent=1) + "\n")
@@ -83,7 +87,10 @@ class Manifest:
         path = folder / MANIFEST
         if not path.exists():
             return None
-        return cls(**json.loads(path.read_text()))
+        data = json.loads(path.read_text())
+        if data.get("version") != GENERATOR_VERSION:
+            return None  # made by another version of this generator
+        return cls(**data)
 
 
 def iso(at: float) -> str:
