@@ -5,9 +5,10 @@
     .venv/bin/python bench/run.py --skip rss --skip sqlite-utils
 
 Every figure is the median of ``--repeat`` runs, each in a fresh process (so each stage's peak
-RSS is its own). The baselines run in the same invocation, on the same files, so the ratios
-hold on a noisy machine even when the absolute numbers do not. A stage whose command or route
-does not exist yet is reported as "not available". The table is printed and written to
+RSS is its own). The baselines run in the same invocation, on the same files, their runs
+interleaved with ingest's, so the ratios hold on a noisy machine even when the absolute
+numbers do not. A stage whose command or route does not exist yet is reported as "not
+available". The table is printed and written to
 ``bench/results/latest.md`` (with the date and the machine), the numbers to ``latest.json``.
 """
 
@@ -169,36 +170,9 @@ class Bench:
         db = self.work / "ledger.db"
         log(f"corpus: {events:,} events, {size / MB:.0f} MB, {manifest.files} files")
 
-        if self.wanted("raw"):
-            log("raw limit")
-            raw_db = self.work / "raw.db"
-            runs = repeat("raw", args.repeat, {"corpus": str(folder), "db": str(raw_db)},
-                          lambda: fresh(raw_db))
-            self.add("raw", runs, events=runs[0].result["events"], size=size,
-                     note=f"parse with {runs[0].result['parser']}, executemany, key order, "
-                     "one transaction per file")
-            fresh(raw_db)
-
-        if self.wanted("sqlite-utils"):
-            log("sqlite-utils insert --nl (preparing its input)")
-            lines = self.work / "all.jsonl"
-            count, nbytes = baselines.sqlite_utils_lines(folder, lines)
-            su_db = self.work / "su.db"
-            runs = repeat("sqlite-utils", args.repeat, {"db": str(su_db), "file": str(lines)},
-                          lambda: fresh(su_db))
-            self.add("sqlite-utils", runs, events=count, size=nbytes,
-                     note="JSONL records only, malformed lines left out")
-            fresh(su_db)
-            lines.unlink()
-
-        if self.wanted("ingest"):
-            log("full ingest")
-            runs = repeat("ingest", args.repeat, {"db": str(db), "paths": [str(folder)]},
-                          lambda: fresh(db))
-            self.add("ingest", runs, events=runs[0].result["events"],
-                     size=runs[0].result["bytes"])
-        elif not db.exists() and any(self.wanted(s) for s in
-                                          ("reingest", "incremental", "what-if", "dashboard")):
+        self.full_ingest_and_baselines(folder, db)
+        if not db.exists() and any(self.wanted(s) for s in
+                                   ("reingest", "incremental", "what-if", "dashboard")):
             log("ingesting once for the later stages")
             stage("ingest", {"db": str(db), "paths": [str(folder)]})
 
@@ -234,6 +208,45 @@ class Bench:
 
         if self.wanted("rss"):
             self.rss_scaling()
+
+    def full_ingest_and_baselines(self, folder: Path, db: Path) -> None:
+        """Full ingest and its two baselines, their runs interleaved (raw, sqlite-utils,
+        ingest, raw, ...), so that a change in the machine's load between runs falls on all
+        three alike and their ratios hold."""
+        kinds = [k for k in ("raw", "sqlite-utils", "ingest") if self.wanted(k)]
+        if not kinds:
+            return
+        raw_db, su_db, lines = self.work / "raw.db", self.work / "su.db", self.work / "all.jsonl"
+        count = nbytes = 0
+        if "sqlite-utils" in kinds:
+            log("preparing the input of sqlite-utils insert --nl")
+            count, nbytes = baselines.sqlite_utils_lines(folder, lines)
+        plans = {
+            "raw": ("raw", {"corpus": str(folder), "db": str(raw_db)}, raw_db),
+            "sqlite-utils": ("sqlite-utils", {"db": str(su_db), "file": str(lines)}, su_db),
+            "ingest": ("ingest", {"db": str(db), "paths": [str(folder)]}, db),
+        }
+        runs: dict[str, list[Run]] = {k: [] for k in kinds}
+        for n in range(self.args.repeat):
+            for kind in kinds:
+                name, stage_args, target = plans[kind]
+                fresh(target)
+                runs[kind].append(stage(name, stage_args))
+                log(f"  {kind} run {n + 1}/{self.args.repeat}: "
+                    f"{runs[kind][-1].result['seconds']:.2f} s, {runs[kind][-1].rss_mb:.0f} MB")
+        if "raw" in runs:
+            first = runs["raw"][0].result
+            self.add("raw", runs["raw"], events=first["events"], size=self.manifest.bytes,
+                     note=f"parse with {first['parser']}, executemany, key order, "
+                     "one transaction per file")
+        if "sqlite-utils" in runs:
+            self.add("sqlite-utils", runs["sqlite-utils"], events=count, size=nbytes,
+                     note="JSONL records only, malformed lines left out")
+        if "ingest" in runs:
+            first = runs["ingest"][0].result
+            self.add("ingest", runs["ingest"], events=first["events"], size=first["bytes"])
+        fresh(raw_db, su_db)
+        lines.unlink(missing_ok=True)
 
     def incremental(self, db: Path) -> None:
         base = self.work / "base.db"
