@@ -132,7 +132,7 @@ def dashboard(args: dict[str, Any]) -> Result:
     """Median request time of each page through Datasette's in-process client."""
     from datasette.app import Datasette
 
-    from ledger.serve import metadata_for
+    from ledger.serve import SETTINGS, metadata_for
 
     db = args["db"]
     metadata = metadata_for(db)
@@ -143,7 +143,7 @@ def dashboard(args: dict[str, Any]) -> Result:
               if not spec.get("hidden")]
     pages += [f"/{name}/{q}" for q in database.get("queries", {})]
     pages += args.get("pages", [])
-    datasette = Datasette([db], metadata=metadata)
+    datasette = Datasette([db], metadata=metadata, settings=SETTINGS)
     with sqlite3.connect(db) as conn:  # the longest session: the worst case for its timeline
         row = conn.execute("SELECT session_id FROM sessions ORDER BY events DESC LIMIT 1")
         longest = (row.fetchone() or ("",))[0]

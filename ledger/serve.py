@@ -62,13 +62,26 @@ def merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
+#: Datasette settings for a ledger database. Suggested facets run one GROUP BY per column on
+#: every table page: seconds on a steps table of a million events, for a hint nobody asked for.
+SETTINGS: dict[str, Any] = {"suggest_facets": False}
+
+
 def datasette_args(
     db_path: str, metadata_path: str, host: str, port: int, get: str | None, extra: Sequence[str]
 ) -> list[str]:
     args = [db_path, "--metadata", metadata_path, "--host", host, "--port", str(port)]
+    for name, value in SETTINGS.items():
+        args += ["--setting", name, _setting_text(value)]
     if get:
         args += ["--get", get]
     return [*args, *extra]
+
+
+def _setting_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return str(value)
 
 
 def run(

@@ -178,3 +178,9 @@ async def test_the_database_is_opened_read_only(sample_db: Path) -> None:
     assert response.status_code == 400
     assert digest(sample_db) == before
     assert (await db.execute("select count(*) from sessions")).rows[0][0] == 15
+
+
+def test_serve_turns_suggested_facets_off() -> None:
+    args = datasette_args("x.db", "m.json", "127.0.0.1", 8001, None, [])
+    i = args.index("--setting")
+    assert args[i: i + 3] == ["--setting", "suggest_facets", "off"]
