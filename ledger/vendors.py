@@ -93,8 +93,8 @@ _VALUES: tuple[str, ...] = (*_REASONS, CONTINUE)
 _SEED_LABEL = "seed 000 VENDOR_STOP_MAP"
 
 # --------------------------------------------------------------------------------------------
-# The default map, grouped by vendor. Each group cites the source named in
-# /work/shared/notes/agent-logs-and-stop-strings.md (section A) so each entry can be audited.
+# The default map, grouped by vendor. Each group cites its source (the vendor SDK file or
+# documentation page) so each entry can be audited.
 # Reason values are spelled as StopReason members so a typo fails at import.
 # --------------------------------------------------------------------------------------------
 _TC = StopReason.TASK_COMPLETE.value
@@ -105,7 +105,7 @@ _CANCEL = StopReason.USER_CANCEL.value
 _TOOL_ERRORS = StopReason.TOOL_ERROR_BUDGET.value
 
 _GROUPS: tuple[tuple[str, dict[str, str]], ...] = (
-    # Seed 000 (/work/shared/seeds/000_66fdd069ce73efc8.txt), exactly as ledger.reasons has it.
+    # Seed 000 (the migration-diary article), exactly as ledger.reasons has it.
     (_SEED_LABEL, dict(SEED_VENDOR_MAP)),
     # Anthropic Messages API stop_reason: anthropics/anthropic-sdk-python
     # src/anthropic/types/stop_reason.py; platform.claude.com handling-stop-reasons.

@@ -25,6 +25,7 @@ from ledger.dialects import (
     parse_ts,
     trace_rounds,
 )
+from tests.helpers import FIXTURES
 
 
 @pytest.mark.parametrize(
@@ -73,7 +74,7 @@ def test_parse_json_accepts_surrogate_pairs_and_duplicate_keys_last_wins() -> No
 # parse_json takes msgspec's fast path and falls back to the standard library's; the two must
 # agree on every input: the same value, or the same reason.
 
-JSON_SUITE = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "jsontestsuite"
+JSON_SUITE = FIXTURES / "jsontestsuite"
 
 
 def _outcome(parse: Callable[[bytes], Any], raw: bytes) -> tuple[str, str]:
@@ -84,8 +85,6 @@ def _outcome(parse: Callable[[bytes], Any], raw: bytes) -> tuple[str, str]:
 
 
 def _suite_files() -> list[Path]:
-    if not JSON_SUITE.is_dir():
-        pytest.skip(f"JSONTestSuite corpus not found at {JSON_SUITE}")
     return sorted(p for p in JSON_SUITE.rglob("*.json"))
 
 
