@@ -319,9 +319,12 @@ def write_batch(
     rollup.apply(conn, changed, 1)
 
 
-def replace_all(conn: sqlite3.Connection, table: str, rows: Sequence[dict[str, Any]]) -> None:
-    """Replace a derived table's rows. Call inside :func:`immediate`."""
-    conn.execute(f"DELETE FROM [{table}]")
+def replace_all(
+    conn: sqlite3.Connection, table: str, rows: Sequence[dict[str, Any]], keep: bool = False
+) -> None:
+    """Replace a derived table's rows (``keep``: add to them). Call inside :func:`immediate`."""
+    if not keep:
+        conn.execute(f"DELETE FROM [{table}]")
     _upsert(conn, table, rows)
 
 

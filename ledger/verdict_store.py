@@ -9,12 +9,15 @@ that changed something and by ``agent-ledger verdicts``. The settings they were 
 from __future__ import annotations
 
 import sqlite3
+from collections import defaultdict
+from collections.abc import Iterator
+from itertools import groupby
 from typing import Any
 
 import sqlite_utils
 
 from . import store
-from .verdicts import Settings, Verdicts, compute
+from .verdicts import STAY, Settings, Verdicts, compute, task_class_of
 
 SESSIONS_SQL = """
 select
@@ -24,7 +27,7 @@ select
   st.total_tool_calls as stop_tool_calls
 from sessions s
 left join steps st on st.session_id = s.session_id and st.idx = s.stop_at
-order by s.session_id
+order by coalesce(s.task_class, ''), s.session_id
 """
 
 UNKNOWN_VENDOR_SQL = """
@@ -56,17 +59,40 @@ def compute_from(conn: sqlite3.Connection, settings: Settings | None = None) -> 
 def refresh(db: sqlite_utils.Database, settings: Settings | None = None) -> Verdicts:
     """Recompute the verdict tables and store them with the settings used."""
     with store.immediate(db) as conn:
-        verdicts = compute_from(conn, settings)
-        store.replace_all(conn, "session_parity", verdicts.parity)
-        store.replace_all(conn, "cap_coverage", verdicts.coverage)
-        store.replace_all(conn, "task_classes", verdicts.classes)
-        store.replace_all(conn, "verdict_settings", [{
-            "id": 1,
-            "tolerance": verdicts.settings.tolerance,
-            "min_sessions": verdicts.settings.min_sessions,
-            "computed_at": store.now(),
-        }])
+        settings = settings or stored_settings(conn)
+        verdicts = Verdicts(settings)
+        for part in _rewrite(conn, settings):
+            verdicts.parity += part.parity
+            verdicts.coverage += part.coverage
+            verdicts.classes += part.classes
+    verdicts.classes.sort(key=lambda c: (c["verdict"] != STAY, c["task_class"]))
     return verdicts
+
+
+def _rewrite(conn: sqlite3.Connection, settings: Settings) -> Iterator[Verdicts]:
+    """Rewrite the verdict tables one task class at a time (a class's verdict needs only its
+    own sessions), so memory holds one class, not the whole database. Call inside
+    :func:`store.immediate`; yields each class's part after writing it."""
+    unknown: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in _dicts(conn, UNKNOWN_VENDOR_SQL):
+        unknown[task_class_of(row)].append(row)
+    for table in ("session_parity", "cap_coverage", "task_classes"):
+        store.replace_all(conn, table, [])
+    cursor = conn.execute(SESSIONS_SQL)
+    names = [d[0] for d in cursor.description]
+    rows = (dict(zip(names, row, strict=True)) for row in cursor)
+    for task_class, members in groupby(rows, key=task_class_of):
+        part = compute(list(members), unknown[task_class], settings)
+        store.replace_all(conn, "session_parity", part.parity, keep=True)
+        store.replace_all(conn, "cap_coverage", part.coverage, keep=True)
+        store.replace_all(conn, "task_classes", part.classes, keep=True)
+        yield part
+    store.replace_all(conn, "verdict_settings", [{
+        "id": 1,
+        "tolerance": settings.tolerance,
+        "min_sessions": settings.min_sessions,
+        "computed_at": store.now(),
+    }])
 
 
 def after_ingest(db: sqlite_utils.Database, changed: bool) -> None:
@@ -74,4 +100,6 @@ def after_ingest(db: sqlite_utils.Database, changed: bool) -> None:
     tables were never computed (a database made before they existed)."""
     never = db.conn.execute("SELECT count(*) FROM verdict_settings").fetchone()[0] == 0
     if changed or never:
-        refresh(db)
+        with store.immediate(db) as conn:
+            for _ in _rewrite(conn, stored_settings(conn)):
+                pass  # written as it goes; nothing kept
