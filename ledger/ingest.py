@@ -129,6 +129,8 @@ class Ingester:
         """One pass over ``paths``; stops between batches once ``should_stop()`` is true."""
         self.summary.files = self.summary.unchanged_files = 0
         self.summary.waiting = []
+        self._touched: set[str] = set()
+        self._forgot = False
         before = (self.summary.new_files, self.summary.updated_files)
         for path in discover(paths, missing_ok):
             if self.should_stop():
@@ -139,8 +141,15 @@ class Ingester:
                 self._notice(f"{path}: could not be read ({exc.strerror or exc}); skipped")
         self.summary.stop_reasons = count_stop_reasons(self.db, self.summary.sessions)
         changed = (self.summary.new_files, self.summary.updated_files) != before
-        verdict_store.after_ingest(self.db, changed)
+        verdict_store.after_ingest(
+            self.db, changed, None if self._forgot else self._touched
+        )
         return self.summary
+
+    def _forget(self, conn: Any, source_id: str) -> None:
+        """Delete what came from a source; the verdicts then need a full recomputation."""
+        self._forgot = True
+        store.forget_source(conn, source_id)
 
     def _redact(self, text: str) -> tuple[str, int]:
         cleaned, found = redact(text)
@@ -187,13 +196,13 @@ class Ingester:
         for stale in here:
             if stale["fingerprint"] != info.fingerprint:
                 self._notice(f"{info.path}: replaced (its first line changed); read again")
-                store.forget_source(conn, stale["source_id"])
+                self._forget(conn, stale["source_id"])
         if same:
             source = same[0]
             reason = self._reset_reason(source, info, digest)
             if reason:
                 self._notice(f"{info.path}: {reason}; read again from the start")
-                store.forget_source(conn, source["source_id"])
+                self._forget(conn, source["source_id"])
                 return self._new_source(conn, info, source["source_id"], digest)
             if source["offset"] >= info.size:
                 if source["path"] != str(info.path):
@@ -321,7 +330,7 @@ class Ingester:
         When it grows and still cannot be told, its error is replaced, not repeated.
         """
         with store.immediate(self.db) as conn, info.path.open("rb") as f:
-            store.forget_source(conn, source["source_id"])
+            self._forget(conn, source["source_id"])
             fold = self._source_fold(conn, source)
             fold.error(1, 0, info.problem or "cannot tell the dialect", f.read(2048))
             source["offset"] = info.size
@@ -351,6 +360,7 @@ class Ingester:
         self.summary.steps += len(out.steps)
         self.summary.errors += len(out.errors)
         self.summary.sessions.update(s.session_id for s in touched)
+        self._touched.update(s.session_id for s in touched)
         if out.unknown:
             self.summary.unknown_records.setdefault(source["path"], Counter()).update(out.unknown)
 

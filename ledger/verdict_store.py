@@ -69,16 +69,30 @@ def refresh(db: sqlite_utils.Database, settings: Settings | None = None) -> Verd
     return verdicts
 
 
-def _rewrite(conn: sqlite3.Connection, settings: Settings) -> Iterator[Verdicts]:
+def _rewrite(
+    conn: sqlite3.Connection, settings: Settings, classes: set[str] | None = None
+) -> Iterator[Verdicts]:
     """Rewrite the verdict tables one task class at a time (a class's verdict needs only its
-    own sessions), so memory holds one class, not the whole database. Call inside
-    :func:`store.immediate`; yields each class's part after writing it."""
+    own sessions), so memory holds one class, not the whole database; ``classes``: only these.
+    Call inside :func:`store.immediate`; yields each class's part after writing it."""
     unknown: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in _dicts(conn, UNKNOWN_VENDOR_SQL):
         unknown[task_class_of(row)].append(row)
-    for table in ("session_parity", "cap_coverage", "task_classes"):
-        store.replace_all(conn, table, [])
-    cursor = conn.execute(SESSIONS_SQL)
+    sql, params = SESSIONS_SQL, []
+    if classes is None:
+        for table in ("session_parity", "cap_coverage", "task_classes"):
+            store.replace_all(conn, table, [])
+    else:
+        params = sorted(classes)
+        marks = ", ".join("?" for _ in params)
+        for table in ("session_parity", "cap_coverage", "task_classes"):
+            conn.execute(
+                f"DELETE FROM [{table}] WHERE coalesce(task_class, '') IN ({marks})", params
+            )
+        sql = SESSIONS_SQL.replace(
+            "order by", f"where coalesce(s.task_class, '') in ({marks})\norder by"
+        )
+    cursor = conn.execute(sql, params)
     names = [d[0] for d in cursor.description]
     rows = (dict(zip(names, row, strict=True)) for row in cursor)
     for task_class, members in groupby(rows, key=task_class_of):
@@ -95,11 +109,31 @@ def _rewrite(conn: sqlite3.Connection, settings: Settings) -> Iterator[Verdicts]
     }])
 
 
-def after_ingest(db: sqlite_utils.Database, changed: bool) -> None:
+def after_ingest(
+    db: sqlite_utils.Database, changed: bool, touched: set[str] | None = None
+) -> None:
     """Called at the end of every ingest: recompute if the data changed, or if the verdict
-    tables were never computed (a database made before they existed)."""
+    tables were never computed (a database made before they existed).
+
+    ``touched``: the sessions the ingest wrote, when it deleted none; then only their task
+    classes are recomputed (a class's verdict depends on its own sessions alone). None: all.
+    """
     never = db.conn.execute("SELECT count(*) FROM verdict_settings").fetchone()[0] == 0
-    if changed or never:
-        with store.immediate(db) as conn:
-            for _ in _rewrite(conn, stored_settings(conn)):
-                pass  # written as it goes; nothing kept
+    if not (changed or never):
+        return
+    with store.immediate(db) as conn:
+        classes = None if never or touched is None else _classes_of(conn, touched)
+        for _ in _rewrite(conn, stored_settings(conn), classes):
+            pass  # written as it goes; nothing kept
+
+
+def _classes_of(conn: sqlite3.Connection, sessions: set[str]) -> set[str]:
+    found: set[str] = set()
+    ids = sorted(sessions)
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        marks = ", ".join("?" for _ in chunk)
+        found.update(task_class_of({"task_class": cls}) for (cls,) in conn.execute(
+            f"SELECT DISTINCT task_class FROM sessions WHERE session_id IN ({marks})", chunk
+        ))
+    return found

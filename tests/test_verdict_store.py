@@ -187,3 +187,37 @@ def test_compute_from_writes_nothing(sample_db: Path) -> None:
         db.conn.close()
     assert stored == Settings()
     assert verdicts(sample_db)["refactor"][0] == "stay_on_paid_path"
+
+
+def _verdict_tables(db_path) -> dict:
+    from tests.helpers import rows
+
+    return {
+        table: rows(db_path, f"select * from {table} order by 1, 2")
+        for table in ("session_parity", "cap_coverage", "task_classes")
+    }
+
+
+def test_an_ingest_that_adds_to_one_class_recomputes_it_as_a_full_refresh_would(
+    sample_db, samples, write_jsonl
+) -> None:
+    import sqlite_utils
+
+    from ledger.ingest import ingest
+    from ledger.verdict_store import refresh
+
+    ledger = samples / "bugfix" / "night-run.jsonl"
+    write_jsonl(ledger, [
+        {"session": "bf-0009", "type": "start", "task_class": "bugfix"},
+        {"session": "bf-0009", "type": "round", "tool_calls": 1, "output_tokens": 5,
+         "observation": "ok", "tool_error": False, "vendor_stop": "odd_new_stop"},
+        {"session": "bf-0009", "type": "end", "outcome": "task_complete"},
+    ], "a")
+    ingest(sample_db, [samples])
+    partial = _verdict_tables(sample_db)
+    assert "odd_new_stop" in next(
+        c["reasons"] for c in partial["task_classes"] if c["task_class"] == "bugfix")
+    db = sqlite_utils.Database(sample_db)
+    refresh(db)
+    db.conn.close()
+    assert _verdict_tables(sample_db) == partial
