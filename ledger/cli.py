@@ -8,6 +8,7 @@ database that cannot be opened); 2 a usage error; 3 ``--strict`` and some lines 
 
 from __future__ import annotations
 
+import functools
 import json
 import signal
 import sqlite3
@@ -130,6 +131,22 @@ def make_options(
     )
 
 
+def fold_options(func: F) -> F:
+    """Budget and source options, handed to the command as one ready ``options: Options``."""
+
+    @functools.wraps(func)
+    def wrapper(**kwargs: Any) -> Any:
+        kwargs["options"] = make_options(*(kwargs.pop(name) for name in _FOLD_PARAMS))
+        return func(**kwargs)
+
+    return budget_options(source_options(wrapper))  # type: ignore[return-value]
+
+
+_FOLD_PARAMS = (
+    "budget_pairs", "budget_file", "vendor_map", "task_class", "dialect", "max_line_bytes",
+)
+
+
 def read_vendor_map(path: str | None) -> dict[str, str]:
     """The vendor map of ``--vendor-map`` (the default map without one)."""
     return load_vendor_map(path) if path else dict(DEFAULT_VENDOR_MAP)
@@ -151,8 +168,7 @@ def read_budget_file(path: str) -> dict[str, Any]:
 @cli.command(name="ingest")
 @click.argument("db_path", type=click.Path(dir_okay=False))
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
-@budget_options
-@source_options
+@fold_options
 @click.option("--strict", is_flag=True, help="Exit with code 3 if any line was put aside.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option(
@@ -173,12 +189,7 @@ def read_budget_file(path: str) -> dict[str, Any]:
 def ingest_command(
     db_path: str,
     paths: tuple[str, ...],
-    budget_pairs: tuple[str, ...],
-    budget_file: str | None,
-    vendor_map: str | None,
-    task_class: str | None,
-    dialect: str | None,
-    max_line_bytes: int,
+    options: Options,
     strict: bool,
     as_json: bool,
     progress: bool | None,
@@ -200,9 +211,6 @@ def ingest_command(
         agent-ledger ingest ledger.db runs/ --budget max_rounds=20 --json
         agent-ledger ingest ledger.db runs/ --follow --interval 0.5
     """
-    options = make_options(
-        budget_pairs, budget_file, vendor_map, task_class, dialect, max_line_bytes
-    )
     options.batch = batch_size
     show_bar = sys.stderr.isatty() if progress is None else progress
     try:
@@ -310,19 +318,9 @@ REPLAY_COLUMNS = (
 
 @cli.command(name="replay")
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
-@budget_options
-@source_options
+@fold_options
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list of session objects.")
-def replay_command(
-    paths: tuple[str, ...],
-    budget_pairs: tuple[str, ...],
-    budget_file: str | None,
-    vendor_map: str | None,
-    task_class: str | None,
-    dialect: str | None,
-    max_line_bytes: int,
-    as_json: bool,
-) -> None:
+def replay_command(paths: tuple[str, ...], options: Options, as_json: bool) -> None:
     """Replay ledger files through the budget and print each session's stop, storing nothing.
 
     \b
@@ -332,9 +330,6 @@ def replay_command(
     """
     from .replay import replay
 
-    options = make_options(
-        budget_pairs, budget_file, vendor_map, task_class, dialect, max_line_bytes
-    )
     sessions: list[dict[str, Any]] = []
     errors: list[dict[str, Any]] = []
     try:
