@@ -73,7 +73,7 @@ def whole_ingest(corpus: Path, write_steps: bool = True, verdicts: bool = True) 
 
     store.write_batch = original if write_steps else without_steps
     if not verdicts:
-        verdict_store.after_ingest = lambda _db, _changed: None
+        verdict_store.after_ingest = lambda *_args, **_kwargs: None
     try:
         with tempfile.TemporaryDirectory() as tmp:
             summary = ingest(Path(tmp) / "ledger.db", [corpus])
