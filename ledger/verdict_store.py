@@ -1,8 +1,10 @@
 """The verdict tables: read what :mod:`ledger.verdicts` needs, write what it finds.
 
 ``session_parity``, ``cap_coverage`` and ``task_classes`` are derived from ``sessions``,
-``steps`` and ``incidents``; they are rewritten whole, in one transaction, after every ingest
-that changed something and by ``agent-ledger verdicts``. The settings they were computed with
+``steps`` and ``incidents``. After an ingest, the parity of the sessions it wrote is checked
+again and the verdicts of their task classes are recomputed from the stored parity, grouped:
+the cost follows what the ingest added, not the size of the database. ``agent-ledger verdicts``
+(and an ingest that deleted sessions) rewrites them whole. The settings they were computed with
 (tolerance, minimum sessions) are kept in ``verdict_settings`` so that a later ingest keeps them.
 """
 
@@ -10,14 +12,24 @@ from __future__ import annotations
 
 import sqlite3
 from collections import defaultdict
-from collections.abc import Iterator
-from itertools import groupby
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import sqlite_utils
 
 from . import store
-from .verdicts import STAY, Settings, Verdicts, compute, task_class_of
+from .verdicts import (
+    FACTS,
+    STAY,
+    Settings,
+    Verdicts,
+    compute,
+    coverage,
+    group,
+    judge,
+    parity,
+    task_class_of,
+)
 
 SESSIONS_SQL = """
 select
@@ -27,7 +39,15 @@ select
   st.total_tool_calls as stop_tool_calls
 from sessions s
 left join steps st on st.session_id = s.session_id and st.idx = s.stop_at
-order by coalesce(s.task_class, ''), s.session_id
+"""
+
+#: A class's sessions as :data:`ledger.verdicts.FACTS`, from their stored parity.
+FACTS_SQL = f"""
+select {", ".join(("p." if name.startswith("parity") or name == "session_id" else "s.") + name
+                  for name in FACTS)}
+from session_parity p join sessions s on s.session_id = p.session_id
+where p.task_class = ?
+order by p.session_id
 """
 
 UNKNOWN_VENDOR_SQL = """
@@ -35,11 +55,20 @@ select session_id, task_class, key from incidents where kind = 'unknown_vendor'
 order by session_id, start_idx
 """
 
+CHUNK = 500  # ids per "IN (...)" list
 
-def _dicts(conn: sqlite3.Connection, sql: str) -> list[dict[str, Any]]:
-    cursor = conn.execute(sql)
+
+def _dicts(cursor: sqlite3.Cursor) -> Iterator[dict[str, Any]]:
     names = [d[0] for d in cursor.description]
-    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+    return (dict(zip(names, row, strict=True)) for row in cursor)
+
+
+def _chunks(ids: Iterable[str]) -> Iterator[tuple[list[str], str]]:
+    """Sorted ids in chunks, each with its ``?, ?, ...`` placeholders."""
+    ordered = sorted(ids)
+    for start in range(0, len(ordered), CHUNK):
+        chunk = ordered[start : start + CHUNK]
+        yield chunk, ", ".join("?" for _ in chunk)
 
 
 def stored_settings(conn: sqlite3.Connection) -> Settings:
@@ -53,87 +82,101 @@ def stored_settings(conn: sqlite3.Connection) -> Settings:
 def compute_from(conn: sqlite3.Connection, settings: Settings | None = None) -> Verdicts:
     """Verdicts over the database as it stands, without writing anything."""
     settings = settings or stored_settings(conn)
-    return compute(_dicts(conn, SESSIONS_SQL), _dicts(conn, UNKNOWN_VENDOR_SQL), settings)
+    sessions = list(_dicts(conn.execute(SESSIONS_SQL + "order by s.session_id")))
+    return compute(sessions, _dicts(conn.execute(UNKNOWN_VENDOR_SQL)), settings)
 
 
 def refresh(db: sqlite_utils.Database, settings: Settings | None = None) -> Verdicts:
-    """Recompute the verdict tables and store them with the settings used."""
+    """Recompute the verdict tables whole and store them with the settings used."""
     with store.immediate(db) as conn:
         settings = settings or stored_settings(conn)
         verdicts = Verdicts(settings)
-        for part in _rewrite(conn, settings):
-            verdicts.parity += part.parity
+        for table in ("session_parity", "cap_coverage", "task_classes"):
+            store.replace_all(conn, table, [])
+        verdicts.parity = _check(conn, settings, conn.execute(SESSIONS_SQL), keep=True)
+        classes = {p["task_class"] for p in verdicts.parity}
+        for part in _judge(conn, settings, classes):
             verdicts.coverage += part.coverage
             verdicts.classes += part.classes
+        _settle(conn, settings)
     verdicts.classes.sort(key=lambda c: (c["verdict"] != STAY, c["task_class"]))
     return verdicts
 
 
-def _rewrite(
-    conn: sqlite3.Connection, settings: Settings, classes: set[str] | None = None
+def after_ingest(
+    db: sqlite_utils.Database, changed: bool, touched: set[str] | None = None
+) -> None:
+    """Called at the end of every ingest: bring the verdict tables up to date if the data
+    changed, or compute them if they never were (a database made before they existed).
+
+    ``touched``: the sessions the ingest wrote, when it deleted none; then only their parity
+    is checked and only their task classes judged again (a class's verdict depends on its own
+    sessions alone). None: everything is recomputed.
+    """
+    never = db.conn.execute("SELECT count(*) FROM verdict_settings").fetchone()[0] == 0
+    if not (changed or never):
+        return
+    if never or touched is None:
+        refresh(db)
+        return
+    with store.immediate(db) as conn:
+        settings = stored_settings(conn)
+        classes: set[str] = set()
+        for chunk, marks in _chunks(touched):
+            classes.update(cls for (cls,) in conn.execute(
+                f"SELECT task_class FROM session_parity WHERE session_id IN ({marks})", chunk
+            ))  # where they were: a class a session left is judged again too
+            cursor = conn.execute(SESSIONS_SQL + f"where s.session_id in ({marks})", chunk)
+            classes.update(p["task_class"] for p in _check(conn, settings, cursor))
+        for _ in _judge(conn, settings, classes):
+            pass  # written as it goes; nothing kept
+        _settle(conn, settings)
+
+
+def _check(
+    conn: sqlite3.Connection, settings: Settings, sessions: sqlite3.Cursor, keep: bool = False
+) -> list[dict[str, Any]]:
+    """Check and store the parity of ``sessions`` (rows of :data:`SESSIONS_SQL`), a chunk at a
+    time; returns the rows if ``keep``, else only each row's class."""
+    found: list[dict[str, Any]] = []
+    chunk: list[dict[str, Any]] = []
+    for session in _dicts(sessions):
+        chunk.append(parity(session, settings.tolerance))
+        if len(chunk) == CHUNK:
+            store.replace_all(conn, "session_parity", chunk, keep=True)
+            found += chunk if keep else ({"task_class": p["task_class"]} for p in chunk)
+            chunk = []
+    store.replace_all(conn, "session_parity", chunk, keep=True)
+    found += chunk if keep else ({"task_class": p["task_class"]} for p in chunk)
+    return found
+
+
+def _judge(
+    conn: sqlite3.Connection, settings: Settings, classes: set[str]
 ) -> Iterator[Verdicts]:
-    """Rewrite the verdict tables one task class at a time (a class's verdict needs only its
-    own sessions), so memory holds one class, not the whole database; ``classes``: only these.
-    Call inside :func:`store.immediate`; yields each class's part after writing it."""
+    """Rewrite the coverage and verdict of each class in ``classes`` from its stored parity,
+    one class at a time (memory holds its groups, not its sessions); yields each part."""
     unknown: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for row in _dicts(conn, UNKNOWN_VENDOR_SQL):
+    for row in _dicts(conn.execute(UNKNOWN_VENDOR_SQL)):
         unknown[task_class_of(row)].append(row)
-    sql, params = SESSIONS_SQL, []
-    if classes is None:
-        for table in ("session_parity", "cap_coverage", "task_classes"):
-            store.replace_all(conn, table, [])
-    else:
-        params = sorted(classes)
-        marks = ", ".join("?" for _ in params)
-        for table in ("session_parity", "cap_coverage", "task_classes"):
-            conn.execute(
-                f"DELETE FROM [{table}] WHERE coalesce(task_class, '') IN ({marks})", params
-            )
-        sql = SESSIONS_SQL.replace(
-            "order by", f"where coalesce(s.task_class, '') in ({marks})\norder by"
-        )
-    cursor = conn.execute(sql, params)
-    names = [d[0] for d in cursor.description]
-    rows = (dict(zip(names, row, strict=True)) for row in cursor)
-    for task_class, members in groupby(rows, key=task_class_of):
-        part = compute(list(members), unknown[task_class], settings)
-        store.replace_all(conn, "session_parity", part.parity, keep=True)
+    for cls in sorted(classes):
+        for table in ("cap_coverage", "task_classes"):
+            conn.execute(f"DELETE FROM [{table}] WHERE task_class = ?", (cls,))
+        groups = group(conn.execute(FACTS_SQL, (cls,)))
+        if not groups:
+            continue  # its last session left the database
+        covered = coverage(cls, groups)
+        part = Verdicts(settings, coverage=[c.row() for c in covered],
+                        classes=[judge(cls, groups, covered, unknown[cls], settings)])
         store.replace_all(conn, "cap_coverage", part.coverage, keep=True)
         store.replace_all(conn, "task_classes", part.classes, keep=True)
         yield part
+
+
+def _settle(conn: sqlite3.Connection, settings: Settings) -> None:
     store.replace_all(conn, "verdict_settings", [{
         "id": 1,
         "tolerance": settings.tolerance,
         "min_sessions": settings.min_sessions,
         "computed_at": store.now(),
     }])
-
-
-def after_ingest(
-    db: sqlite_utils.Database, changed: bool, touched: set[str] | None = None
-) -> None:
-    """Called at the end of every ingest: recompute if the data changed, or if the verdict
-    tables were never computed (a database made before they existed).
-
-    ``touched``: the sessions the ingest wrote, when it deleted none; then only their task
-    classes are recomputed (a class's verdict depends on its own sessions alone). None: all.
-    """
-    never = db.conn.execute("SELECT count(*) FROM verdict_settings").fetchone()[0] == 0
-    if not (changed or never):
-        return
-    with store.immediate(db) as conn:
-        classes = None if never or touched is None else _classes_of(conn, touched)
-        for _ in _rewrite(conn, stored_settings(conn), classes):
-            pass  # written as it goes; nothing kept
-
-
-def _classes_of(conn: sqlite3.Connection, sessions: set[str]) -> set[str]:
-    found: set[str] = set()
-    ids = sorted(sessions)
-    for start in range(0, len(ids), 500):
-        chunk = ids[start : start + 500]
-        marks = ", ".join("?" for _ in chunk)
-        found.update(task_class_of({"task_class": cls}) for (cls,) in conn.execute(
-            f"SELECT DISTINCT task_class FROM sessions WHERE session_id IN ({marks})", chunk
-        ))
-    return found

@@ -22,6 +22,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from operator import itemgetter
 from typing import Any
 
 from .budget import GATE, LOOP
@@ -130,7 +131,13 @@ INSTRUMENT: dict[str, str] = {
 
 
 def session_meters(session: Row) -> frozenset[str]:
-    return frozenset(m for m in (session.get("meters") or "").split(",") if m)
+    return meter_set(session.get("meters"))
+
+
+@lru_cache(maxsize=256)
+def meter_set(meters: str | None) -> frozenset[str]:
+    """``sessions.meters`` (comma-separated) as a set."""
+    return frozenset(m for m in (meters or "").split(",") if m)
 
 
 @lru_cache(maxsize=256)
@@ -138,12 +145,17 @@ def _caps(budget: str | None) -> dict[str, Any]:
     return json.loads(budget) if budget else {}
 
 
-def rules_in_force(session: Row) -> list[Rule]:
+def rules_in_force(session: Row) -> tuple[Rule, ...]:
     """The rules that can stop this session: the cap is on in its budget, and its dialect is
     held to the cap's family (a trace is never cut by ``max_steps``)."""
-    caps = _caps(session.get("budget"))
-    families = families_for(session["dialect"])
-    return [r for r in RULES if r.family in families and caps.get(r.cap) is not None]
+    return _rules(session["dialect"], session.get("budget"))
+
+
+@lru_cache(maxsize=256)
+def _rules(dialect: str, budget: str | None) -> tuple[Rule, ...]:
+    caps = _caps(budget)
+    families = families_for(dialect)
+    return tuple(r for r in RULES if r.family in families and caps.get(r.cap) is not None)
 
 
 # --- parity ------------------------------------------------------------------------------
@@ -274,6 +286,69 @@ def task_class_of(session: Row) -> str:
     return session.get("task_class") or ""
 
 
+# --- groups of alike sessions ------------------------------------------------------------
+
+#: What a class's verdict reads of each session, in this order: its ``sessions`` row's
+#: dialect, budget, meters, replay stop and recorded stop, and its ``session_parity`` row's
+#: parity, id and detail. The first six tell sessions apart for the verdict.
+FACTS = (
+    "dialect", "budget", "meters", "stop_reason", "recorded_stop", "parity", "session_id",
+    "parity_detail",
+)
+_KEY = len(FACTS) - 2
+LISTED = 20  # session ids kept per group: the most any verdict row names
+
+
+@dataclass
+class Group:
+    """Sessions of one task class alike in everything a verdict reads: how many, and the
+    first ids (sorted) to name as examples.
+
+    A class's verdict is computed from its groups, not from each session, so the database
+    can hand over a class of any size as a few dozen groups of counts.
+    """
+
+    dialect: str
+    budget: str | None
+    meters: str | None
+    stop_reason: str
+    recorded_stop: str | None
+    parity: str
+    count: int = 0
+    ids: list[str] = field(default_factory=list)
+    first_detail: str = ""  # the first session's parity detail
+
+    @property
+    def silent(self) -> bool:
+        """Ran out without a stop, and the log records no outcome of its own."""
+        return self.stop_reason == StopReason.TASK_COMPLETE.value and self.recorded_stop is None
+
+
+def group(facts: Iterable[Sequence[Any]]) -> list[Group]:
+    """Group one class's sessions, given as tuples in :data:`FACTS` order sorted by id."""
+    found: dict[tuple[Any, ...], Group] = {}
+    for fact in facts:
+        key = tuple(fact[:_KEY])
+        entry = found.get(key)
+        if entry is None:
+            entry = found[key] = Group(*key, first_detail=fact[_KEY + 1] or "")
+        entry.count += 1
+        if len(entry.ids) < LISTED:
+            entry.ids.append(fact[_KEY])
+    return list(found.values())
+
+
+def facts_of(session: Row, checked: Row) -> tuple[Any, ...]:
+    """A session's :data:`FACTS` from its ``sessions`` row and its :func:`parity` row."""
+    merged = {**session, **checked}
+    return tuple(merged.get(name) for name in FACTS)
+
+
+def _first(groups: Iterable[Group], limit: int) -> list[str]:
+    """The first ``limit`` session ids of ``groups`` together, sorted."""
+    return sorted(i for g in groups for i in g.ids)[:limit]
+
+
 # --- meter coverage ----------------------------------------------------------------------
 
 
@@ -284,7 +359,8 @@ class Coverage:
     task_class: str
     rule: Rule
     sessions: int = 0
-    missing: list[str] = field(default_factory=list)
+    missing: int = 0
+    examples: list[str] = field(default_factory=list)  # the first missing sessions, sorted
 
     def row(self) -> dict[str, Any]:
         decision = DECISIONS[self.rule.reason]
@@ -294,35 +370,36 @@ class Coverage:
             "cap": self.rule.cap,
             "meter": self.rule.meter,
             "sessions_in_force": self.sessions,
-            "sessions_missing": len(self.missing),
+            "sessions_missing": self.missing,
             "honoured": int(not self.missing),
-            "missing_sessions": _examples(self.missing, limit=20),
+            "missing_sessions": _examples(self.examples, self.missing, limit=LISTED),
             "must_observe": decision.must_observe,
             "fail_closed_if_missing": decision.fail_closed_if_missing,
             "instrument": " Or: ".join(INSTRUMENT[m] for m in self.rule.meters),
         }
 
 
-def coverage(sessions: Iterable[Row]) -> list[Coverage]:
-    """Per task class and rule in force: how many sessions, and which lack the rule's meter."""
-    found: dict[tuple[str, Rule], Coverage] = {}
-    for session in sessions:
-        cls = task_class_of(session)
-        carried = session_meters(session)
-        for rule in rules_in_force(session):
-            entry = found.setdefault((cls, rule), Coverage(cls, rule))
-            entry.sessions += 1
+def coverage(task_class: str, groups: Sequence[Group]) -> list[Coverage]:
+    """Per rule in force in a class: how many sessions, and which lack the rule's meter."""
+    found: dict[Rule, Coverage] = {}
+    lacking: dict[Rule, list[Group]] = defaultdict(list)
+    for g in groups:
+        carried = meter_set(g.meters)
+        for rule in _rules(g.dialect, g.budget):
+            entry = found.setdefault(rule, Coverage(task_class, rule))
+            entry.sessions += g.count
             if carried.isdisjoint(rule.meters):
-                entry.missing.append(session["session_id"])
-    entries = sorted(found.values(), key=lambda c: (c.task_class, RULES.index(c.rule)))
-    for entry in entries:
-        entry.missing.sort()
-    return entries
+                entry.missing += g.count
+                lacking[rule].append(g)
+    for rule, entry in found.items():
+        entry.examples = _first(lacking[rule], LISTED)
+    return sorted(found.values(), key=lambda c: RULES.index(c.rule))
 
 
-def _examples(ids: Sequence[str], limit: int = EXAMPLES) -> str:
+def _examples(ids: Sequence[str], total: int, limit: int = EXAMPLES) -> str:
+    """The first ``limit`` of ``total`` session ids, and how many more there are."""
     shown = ", ".join(ids[:limit])
-    return f"{shown} and {len(ids) - limit} more" if len(ids) > limit else shown
+    return f"{shown} and {total - limit} more" if total > limit else shown
 
 
 # --- verdicts ----------------------------------------------------------------------------
@@ -353,41 +430,34 @@ def compute(
     """
     settings = settings or Settings()
     parity_rows = [parity(s, settings.tolerance) for s in sessions]
-    covered = coverage(sessions)
     unknown: dict[str, list[Row]] = defaultdict(list)
     for row in unknown_vendor:
         unknown[task_class_of(row)].append(row)
-    by_class: dict[str, list[tuple[Row, dict[str, Any]]]] = defaultdict(list)
+    by_class: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
     for session, checked in zip(sessions, parity_rows, strict=True):
-        by_class[task_class_of(session)].append((session, checked))
-    gaps: dict[str, list[Coverage]] = defaultdict(list)
-    for entry in covered:
-        if entry.missing:
-            gaps[entry.task_class].append(entry)
-    classes = [
-        judge(cls, members, gaps[cls], unknown[cls], settings)
-        for cls, members in by_class.items()
-    ]
-    classes.sort(key=lambda c: (c["verdict"] != STAY, c["task_class"]))
-    return Verdicts(settings, parity_rows, [c.row() for c in covered], classes)
+        by_class[task_class_of(session)].append(facts_of(session, checked))
+    verdicts = Verdicts(settings, parity_rows)
+    for cls in sorted(by_class):
+        groups = group(sorted(by_class[cls], key=itemgetter(_KEY)))
+        covered = coverage(cls, groups)
+        verdicts.coverage += [c.row() for c in covered]
+        verdicts.classes.append(judge(cls, groups, covered, unknown[cls], settings))
+    verdicts.classes.sort(key=lambda c: (c["verdict"] != STAY, c["task_class"]))
+    return verdicts
 
 
 def judge(
     task_class: str,
-    members: Sequence[tuple[Row, Mapping[str, Any]]],
-    gaps: Sequence[Coverage],
+    groups: Sequence[Group],
+    covered: Sequence[Coverage],
     unknown: Sequence[Row],
     settings: Settings,
 ) -> dict[str, Any]:
     """The ``task_classes`` row of one class: its evidence, verdict and every reason."""
-    sessions = [s for s, _ in members]
-    checks = [p for _, p in members]
-    checked = [p for p in checks if p["parity"] != NO_RECORDED_STOP]
-    mismatched = [p for p in checks if p["parity"] == MISMATCH]
-    silent = sorted(
-        s["session_id"] for s in sessions
-        if s["stop_reason"] == StopReason.TASK_COMPLETE.value and s.get("recorded_stop") is None
-    )
+    total = sum(g.count for g in groups)
+    checked = sum(g.count for g in groups if g.parity != NO_RECORDED_STOP)
+    mismatched = [g for g in groups if g.parity == MISMATCH]
+    silent = [g for g in groups if g.silent]
     strings = Counter(u["key"] for u in unknown)
     reasons: list[tuple[str, str]] = []
     if strings:
@@ -395,51 +465,63 @@ def judge(
         listed = ", ".join(f"{k!r} x{n}" for k, n in sorted(strings.items()))
         reasons.append((UNKNOWN_VENDOR, (
             f"unknown vendor stops: {listed} in {_count(len(ids), 'session')} "
-            f"({_examples(ids)}); map each in a --vendor-map file once you know what it means"
+            f"({_examples(ids, len(ids))}); map each in a --vendor-map file once you know "
+            "what it means"
         )))
+    gaps = [c for c in covered if c.missing]
     for gap in gaps:
         rule = gap.rule
         reasons.append((MISSING_METER, (
             f"{_rule_name(rule)} is in force but its meter, {rule.meter}, is missing in "
-            f"{len(gap.missing)} of {gap.sessions} sessions ({_examples(gap.missing)}): the cap "
-            "cannot be honoured there"
+            f"{gap.missing} of {gap.sessions} sessions ({_examples(gap.examples, gap.missing)}):"
+            " the cap cannot be honoured there"
         )))
     if mismatched:
-        first = mismatched[0]
+        count = sum(g.count for g in mismatched)
+        first = min(mismatched, key=lambda g: g.ids[0])
         reasons.append((REPLAY_MISMATCH, (
-            f"replay mismatches in {len(mismatched)} of {_count(len(checked), 'session')} with a "
-            f"recorded stop ({_examples([p['session_id'] for p in mismatched])}); e.g. "
-            f"{first['session_id']}: {first['parity_detail']}"
+            f"replay mismatches in {count} of {_count(checked, 'session')} with a "
+            f"recorded stop ({_examples(_first(mismatched, EXAMPLES), count)}); e.g. "
+            f"{first.ids[0]}: {first.first_detail}"
         )))
     if silent:
+        count = sum(g.count for g in silent)
         reasons.append((NO_TERMINAL_SIGNAL, (
-            f"completes with no terminal signal: {_count(len(silent), 'session')} ran out "
-            f"without a stop and the log records no outcome ({_examples(silent)}); a complete "
+            f"completes with no terminal signal: {_count(count, 'session')} ran out "
+            f"without a stop and the log records no outcome "
+            f"({_examples(_first(silent, EXAMPLES), count)}); a complete "
             "needs a terminal, verified result"
         )))
-    if len(checked) < settings.min_sessions:
+    if checked < settings.min_sessions:
         reasons.append((TOO_FEW_SESSIONS, (
-            f"too few sessions to judge: {len(checked)} of {len(sessions)} carry a recorded "
+            f"too few sessions to judge: {checked} of {total} carry a recorded "
             f"stop to check the replay against; at least {settings.min_sessions} needed"
         )))
-    meters = Counter(m for s in sessions for m in session_meters(s))
+    meters: Counter[str] = Counter()
+    stops: Counter[str] = Counter()
+    recorded: Counter[str] = Counter()
+    for g in groups:
+        for meter in meter_set(g.meters):
+            meters[meter] += g.count
+        stops[g.stop_reason] += g.count
+        if g.recorded_stop:
+            recorded[g.recorded_stop] += g.count
+    mismatches = sum(g.count for g in mismatched)
     return {
         "task_class": task_class,
         "verdict": STAY if reasons else READY,
         "reason_kinds": ",".join(dict.fromkeys(kind for kind, _ in reasons)),
         "reasons": json.dumps([text for _, text in reasons]),
-        "sessions": len(sessions),
-        "checked_sessions": len(checked),
-        "matches": len(checked) - len(mismatched),
-        "mismatches": len(mismatched),
-        "no_recorded_stop": len(checks) - len(checked),
-        "completes_without_signal": len(silent),
+        "sessions": total,
+        "checked_sessions": checked,
+        "matches": checked - mismatches,
+        "mismatches": mismatches,
+        "no_recorded_stop": total - checked,
+        "completes_without_signal": sum(g.count for g in silent),
         "unknown_vendor_stops": _json_counts(strings),
         "unmetered_caps": json.dumps([_rule_name(g.rule) for g in gaps]),
-        "stop_reasons": _json_counts(Counter(s["stop_reason"] for s in sessions)),
-        "recorded_stops": _json_counts(
-            Counter(s["recorded_stop"] for s in sessions if s.get("recorded_stop"))
-        ),
+        "stop_reasons": _json_counts(stops),
+        "recorded_stops": _json_counts(recorded),
         "meter_coverage": json.dumps({m: meters[m] for m in _meter_order(meters)}),
         "tolerance": settings.tolerance,
         "min_sessions": settings.min_sessions,

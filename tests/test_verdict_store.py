@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ledger import store, verdict_store
 from ledger.budget import Budget
@@ -221,3 +223,60 @@ def test_an_ingest_that_adds_to_one_class_recomputes_it_as_a_full_refresh_would(
     refresh(db)
     db.conn.close()
     assert _verdict_tables(sample_db) == partial
+
+
+# Events an ingest may append: to sessions already judged (bf-0001 and bf-0002 live in
+# night-run.jsonl) or to new ones, in a class already judged or a new one.
+SESSION_IDS = st.sampled_from(["bf-0001", "bf-0002", "new-1", "new-2", "new-3"])
+CLASSES = st.sampled_from(["bugfix", "docs", "brand-new"])
+APPENDED_EVENT = st.one_of(
+    st.fixed_dictionaries({"type": st.just("round"), "tool_calls": st.integers(0, 4),
+                           "output_tokens": st.integers(0, 9000),
+                           "observation": st.sampled_from(["same", "other", "1 failed"]),
+                           "tool_error": st.booleans()}),
+    st.fixed_dictionaries({"type": st.just("round"),
+                           "vendor_stop": st.sampled_from(["end_turn", "odd_new_stop"])}),
+    st.fixed_dictionaries({"type": st.just("action"),
+                           "action": st.sampled_from(["read", "write", "retry"])}),
+    st.fixed_dictionaries({"type": st.just("end"),
+                           "outcome": st.sampled_from(["task_complete", "user_cancel"])}),
+)
+APPENDS = st.lists(
+    st.lists(st.tuples(SESSION_IDS, CLASSES, APPENDED_EVENT), min_size=1, max_size=8),
+    min_size=1, max_size=3,
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(appends=APPENDS)
+def test_after_any_ingest_the_verdicts_equal_a_full_recomputation(
+    tmp_path_factory: pytest.TempPathFactory, appends: list[list[tuple[str, str, dict]]]
+) -> None:
+    """The incremental refresh (parity of the touched sessions, their classes judged again
+    from stored parity) leaves exactly what recomputing everything would."""
+    import shutil
+
+    import sqlite_utils
+
+    from tests.helpers import SAMPLES
+
+    root = tmp_path_factory.mktemp("incremental")
+    samples = shutil.copytree(SAMPLES, root / "sample_ledgers")
+    db_path = root / "ledger.db"
+    ingest(db_path, [samples])
+    for n, batch in enumerate(appends):
+        for session_id, task_class, event in batch:
+            folder = "bugfix" if session_id.startswith("bf-") else task_class
+            path = samples / folder / ("night-run.jsonl" if folder == "bugfix" else "more.jsonl")
+            path.parent.mkdir(exist_ok=True)
+            with path.open("a", encoding="utf-8") as f:
+                record = {"session": session_id, "task_class": task_class, **event}
+                f.write(json.dumps(record) + "\n")
+        ingest(db_path, [samples])
+        incremental = _verdict_tables(db_path)
+        full = root / f"full-{n}.db"
+        shutil.copyfile(db_path, full)
+        db = sqlite_utils.Database(full)
+        verdict_store.refresh(db)
+        db.conn.close()
+        assert _verdict_tables(full) == incremental

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from ledger.budget import Budget
 from ledger.events import METERS
 from ledger.verdicts import (
+    LISTED,
     MATCH,
     MISMATCH,
     NO_RECORDED_STOP,
@@ -21,6 +22,8 @@ from ledger.verdicts import (
     SettingsError,
     compute,
     coverage,
+    facts_of,
+    group,
     parity,
     report_json,
     report_text,
@@ -43,6 +46,12 @@ def session(**fields: Any) -> dict[str, Any]:
     }
     row.update(fields)
     return row
+
+
+def groups_of(*sessions: dict[str, Any]) -> list[Any]:
+    """One class's sessions as the groups its verdict is computed from."""
+    facts = [facts_of(s, parity(s)) for s in sessions]
+    return group(sorted(facts, key=lambda f: f[-2]))
 
 
 def stopped(reason: str, at: int, tools: int, detail: str = "", **fields: Any) -> dict[str, Any]:
@@ -220,18 +229,19 @@ COVERAGE_CASES = {
 @pytest.mark.parametrize("name", COVERAGE_CASES)
 def test_coverage(name: str) -> None:
     fields, missing = COVERAGE_CASES[name]
-    entries = coverage([session(**fields)])
+    entries = coverage("refactor", groups_of(session(**fields)))
     assert [c.rule.reason.value for c in entries if c.missing] == missing
     assert all(c.sessions == 1 for c in entries)
 
 
 def test_coverage_counts_sessions_per_class_and_names_them() -> None:
-    rows = [c.row() for c in coverage([
-        session(session_id="a", meters="round_counter,tool_calls,tool_errors,observations"),
-        session(session_id="b"),
+    rows = [c.row() for c in coverage("refactor", groups_of(
         session(session_id="c", meters="round_counter,tool_calls,tool_errors,observations"),
-        session(session_id="d", task_class="other", meters=""),
-    ])]
+        session(session_id="b"),
+        session(session_id="a", meters="round_counter,tool_calls,tool_errors,observations"),
+    ))]
+    rows += [c.row() for c in coverage("other", groups_of(
+        session(session_id="d", task_class="other", meters="")))]
     tokens = next(r for r in rows if r["task_class"] == "refactor" and r["cap"] ==
                   "max_output_tokens")
     assert (tokens["sessions_in_force"], tokens["sessions_missing"], tokens["honoured"]) == (
@@ -240,6 +250,22 @@ def test_coverage_counts_sessions_per_class_and_names_them() -> None:
     assert tokens["fail_closed_if_missing"] == "Usage field is absent or delayed"
     assert "output_tokens" in tokens["instrument"]
     assert {r["honoured"] for r in rows if r["task_class"] == "other"} == {0}
+
+
+def test_sessions_alike_in_everything_a_verdict_reads_are_one_group() -> None:
+    groups = groups_of(*(session(session_id=f"s{i:03d}") for i in range(30, 0, -1)),
+                       session(session_id="x", recorded_stop=None))
+    assert [(g.count, g.parity, g.recorded_stop) for g in groups] == [
+        (30, MATCH, "task_complete"), (1, NO_RECORDED_STOP, None)]
+    assert groups[0].ids == [f"s{i:03d}" for i in range(1, LISTED + 1)]  # the first, sorted
+    assert groups[0].first_detail.startswith("stop reason task_complete on both")
+
+
+def test_a_coverage_row_names_the_first_twenty_missing_sessions_and_counts_the_rest() -> None:
+    lacking = [session(session_id=f"s{i:02d}", meters="") for i in range(25)]
+    (row, *_) = [c.row() for c in coverage("refactor", groups_of(*lacking))]
+    assert row["sessions_missing"] == 25
+    assert row["missing_sessions"] == ", ".join(f"s{i:02d}" for i in range(20)) + " and 5 more"
 
 
 # --- verdicts ----------------------------------------------------------------------------
