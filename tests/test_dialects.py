@@ -426,6 +426,40 @@ def test_line_fast_paths_agree_on_json_test_suite() -> None:
             assert _line_outcome(fast, raw) == _line_outcome(_general(record), raw), path.name
 
 
+_ROUND = b'{"session": "s", "type": "round", '
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        _ROUND + b'"tool_calls": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+        _ROUND + b'"v": ' + b"[" * 1_000 + b"]" * 1_000 + b"}",
+        _ROUND + b'"output_tokens": "x", "output_tokens": 5}',
+        _ROUND + b'"output_tokens": 5, "output_tokens": null}',
+        _ROUND + b'"output_tokens": 18446744073709551616}',
+        _ROUND + b'"output_tokens": 1.0}',
+        _ROUND + b'"elapsed_s": 1e400}',
+        _ROUND + b'"elapsed_s": ' + b"9" * 400 + b"}",
+        _ROUND + b'"elapsed_s": 123456789012345678901234567890}',
+        _ROUND + b'"tool_error": 1}',
+        _ROUND + b'"observation": "\\ud800"}',
+        _ROUND + b'"\\ud800": 1}',
+        _ROUND + b'"observation": "\xed\xa0\x80"}',
+        _ROUND + b'"\xff": 1}',
+        _ROUND + b'"observation": NaN}',
+        _ROUND + b'"x": 1e400}',
+        b"\xef\xbb\xbf" + _ROUND + b'"tool": "t"}',
+        _ROUND + b'"tool": "t"} x',
+        b'{"step": 1, "action": "read", "writes": 2.0}',
+        b'{"step": 1, "action": "read", "elapsed_s": -0.0}',
+        b'{"step": 1, "action": "read", "step": 0}',
+    ],
+)
+def test_line_fast_paths_agree_on_edge_cases(raw: bytes) -> None:
+    for fast, record in ((native_line, native_record), (gate_line, gate_record)):
+        assert _line_outcome(fast, raw) == _line_outcome(_general(record), raw)
+
+
 @pytest.mark.parametrize(
     "raw",
     [
