@@ -5,9 +5,11 @@
 
 Each line runs the pipeline up to that layer over the corpus's JSONL files (best of
 ``--repeat`` runs, CPU time, so other load on the machine matters less) and prints the CPU
-microseconds per event; the difference between two lines is that layer's cost. The last three
-lines are whole ingests into a fresh database (traces included): without the ``steps`` rows
-and the verdict tables, with the rows, and with everything.
+microseconds per event, and that layer's cost: the difference to the line it adds to. Parsing
+and validating is measured twice: the general way (``parse_json``, then the record readers),
+and the typed way the ingest takes (``native_line``/``gate_line``), on which the fold builds.
+The last three lines are whole ingests into a fresh database (traces included): without the
+``steps`` rows and the verdict tables, with the rows, and with everything.
 """
 
 from __future__ import annotations
@@ -22,7 +24,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ledger import store
-from ledger.dialects import GATE, NATIVE, RecordError, gate_record, native_record, parse_json
+from ledger.dialects import (
+    GATE,
+    NATIVE,
+    RecordError,
+    gate_line,
+    gate_record,
+    native_line,
+    native_record,
+    parse_json,
+)
 from ledger.files import discover, read_lines, sniff
 from ledger.ingest import Options, ingest
 from ledger.source import SourceFold
@@ -34,12 +45,15 @@ def jsonl_files(corpus: Path) -> list[tuple[Path, str]]:
 
 
 def pipeline(files: list[tuple[Path, str]], depth: int) -> int:
-    """Run the layers up to ``depth`` (1 read, 2 parse, 3 records, 4 fold); returns lines."""
+    """Run the layers up to ``depth``; returns lines. 1 read; 2 parse and 3 records, the
+    general way (``parse_json``, then ``native_record``/``gate_record``); 4 records the typed
+    way the ingest takes (``native_line``/``gate_line``); 5 fold."""
     fold = Options().make_fold()
     count = 0
     for path, dialect in files:
         source = SourceFold(fold, path.name, str(path), dialect, "bench")
         record = native_record if dialect == NATIVE else gate_record
+        typed = native_line if dialect == NATIVE else gate_line
         with path.open("rb") as f:
             offset = 0
             while True:
@@ -48,8 +62,13 @@ def pipeline(files: list[tuple[Path, str]], depth: int) -> int:
                     break
                 count += len(lines)
                 for line in lines:
-                    if depth == 4:
+                    if depth == 5:
                         source.feed_line(line.raw, line.offset)
+                    elif depth == 4:
+                        try:
+                            typed(line.raw)
+                        except RecordError:
+                            pass
                     elif depth > 1:
                         try:
                             value = parse_json(line.raw)
@@ -98,23 +117,27 @@ def main() -> None:
     parser.add_argument("--cprofile", action="store_true", help="also profile a whole ingest")
     args = parser.parse_args()
     files = jsonl_files(args.corpus)
+    # (name, work, the layer it adds to)
     layers = [
-        ("read lines (files.read_lines)", lambda: pipeline(files, 1)),
-        ("+ parse JSON (dialects.parse_json)", lambda: pipeline(files, 2)),
-        ("+ validate records (native_record/gate_record)", lambda: pipeline(files, 3)),
-        ("+ fold: sessions, budget, hashing, redaction, rows", lambda: pipeline(files, 4)),
+        ("read lines (files.read_lines)", lambda: pipeline(files, 1), None),
+        ("+ parse JSON (dialects.parse_json)", lambda: pipeline(files, 2), 0),
+        ("+ validate records (native_record/gate_record)", lambda: pipeline(files, 3), 1),
+        ("+ parse and validate, typed (native_line/gate_line)", lambda: pipeline(files, 4),
+         0),
+        ("+ fold: sessions, budget, hashing, redaction, rows", lambda: pipeline(files, 5), 3),
         ("whole ingest, no steps rows, no verdicts", lambda: whole_ingest(args.corpus, False,
-                                                                          False)),
-        ("+ steps rows (executemany)", lambda: whole_ingest(args.corpus, True, False)),
-        ("+ verdict tables (whole ingest)", lambda: whole_ingest(args.corpus)),
+                                                                          False), 4),
+        ("+ steps rows (executemany)", lambda: whole_ingest(args.corpus, True, False), 5),
+        ("+ verdict tables (whole ingest)", lambda: whole_ingest(args.corpus), 6),
     ]
-    previous = 0.0
+    figures: list[float] = []
     print("| layer | CPU us/event | this layer |\n|---|---|---|")
-    for name, work in layers:
+    for name, work, base in layers:
         seconds, count = best(work, args.repeat)
         per_event = seconds * 1e6 / count
-        print(f"| {name} | {per_event:.1f} | +{per_event - previous:.1f} |", flush=True)
-        previous = per_event
+        added = per_event - (figures[base] if base is not None else 0.0)
+        print(f"| {name} | {per_event:.1f} | {added:+.1f} |", flush=True)
+        figures.append(per_event)
     if args.cprofile:
         profiler = cProfile.Profile()
         profiler.runcall(whole_ingest, args.corpus)

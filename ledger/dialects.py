@@ -13,10 +13,11 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated, Any, TypeVar
 
 import msgspec
 
@@ -113,6 +114,36 @@ def _check_surrogates(value: Any) -> None:
     elif isinstance(value, list):
         for item in value:
             _check_surrogates(item)
+
+
+_Line = TypeVar("_Line")
+
+
+def _typed_line(
+    raw: bytes,
+    decode: Callable[[bytes], _Line],
+    typed: Callable[[_Line], Record | None],
+    general: Callable[[Any], Record],
+) -> Record:
+    """``general(parse_json(raw))``, faster where the line decodes as a ``_Line``.
+
+    msgspec decodes the line straight into a struct, checking the JSON and every field's type
+    and range in C (that struct is stricter than ``general``: it refuses unknown fields, for
+    one); ``typed`` checks the rest, or returns None. Whatever this path does not take (a
+    refusal, an unknown field, an escaped surrogate) goes the general way, so the outcome, and
+    the reason for a refusal, is always the general one.
+    """
+    try:
+        line = decode(raw)
+    except (msgspec.MsgspecError, RecursionError):
+        return general(parse_json(raw))
+    if b"\\u" in raw and _LONE_SURROGATE.search(raw):
+        return general(parse_json(raw))
+    return typed(line) or general(parse_json(raw))
+
+
+_Count = Annotated[int, msgspec.Meta(ge=0, lt=MAX_COUNTER)]
+_Seconds = Annotated[float, msgspec.Meta(ge=0, le=sys.float_info.max)]
 
 
 def detect(first: Any) -> str | None:
@@ -250,6 +281,30 @@ def gate_record(value: Any) -> Record:
     )
 
 
+def gate_line(raw: bytes) -> Record:
+    """``gate_record(parse_json(raw))``, in about 60% of its time."""
+    return _typed_line(raw, _gate_decode, _gate_typed, gate_record)
+
+
+class _GateLine(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    """The gate fields as msgspec checks them (see :func:`_typed_line`)."""
+
+    step: Annotated[int, msgspec.Meta(ge=1, lt=MAX_COUNTER)]
+    action: str
+    detail: str | None = None
+    writes: _Count | None = None
+    elapsed_s: _Seconds | None = None
+
+
+_gate_decode = msgspec.json.Decoder(_GateLine).decode
+
+
+def _gate_typed(line: _GateLine) -> Record | None:
+    if line.action not in ACTIONS:
+        return None
+    return Record(Event(line.action, detail=line.detail, elapsed_s=line.elapsed_s), step=line.step)
+
+
 # --- native ---------------------------------------------------------------------------------
 
 
@@ -287,6 +342,73 @@ def native_record(value: Any) -> Record:
             raise RecordError(f"unknown outcome {outcome!r} (expected a stop reason)")
         event = Event(kind, outcome=outcome, **common)
     return Record(event, session=session, task_class=_text(obj, "task_class"))
+
+
+def native_line(raw: bytes) -> Record:
+    """``native_record(parse_json(raw))``, in about 60% of its time."""
+    return _typed_line(raw, _native_decode, _native_typed, native_record)
+
+
+class _NativeLine(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    """The native fields as msgspec checks them (see :func:`_typed_line`)."""
+
+    session: str
+    type: str
+    v: Any = None
+    ts: str | None = None
+    elapsed_s: _Seconds | None = None
+    task_class: str | None = None
+    detail: str | None = None
+    tool: str | None = None
+    observation: str | None = None
+    tool_error: bool | None = None
+    vendor_stop: str | None = None
+    tool_calls: list[Any] | _Count | None = None
+    output_tokens: _Count | msgspec.UnsetType = msgspec.UNSET
+    action: str | None = None
+    outcome: str | None = None
+
+
+_native_decode = msgspec.json.Decoder(_NativeLine).decode
+_OUTCOMES = frozenset((None, *StopReason._value2member_map_))
+
+
+def _native_typed(line: _NativeLine) -> Record | None:
+    """The record of a typed line, or None where :func:`native_record` must decide."""
+    kind = line.type
+    if kind == ROUND:
+        action = kind
+    elif kind == "action":
+        action = line.action
+        if action not in ACTIONS:
+            return None
+    elif kind == "start" or (kind == "end" and line.outcome in _OUTCOMES):
+        action = kind
+    else:
+        return None
+    if not line.session.strip():
+        return None
+    ts = line.ts
+    try:
+        at = parse_ts(ts) if ts is not None else None
+    except RecordError:
+        return None
+    calls, tokens = (line.tool_calls, line.output_tokens) if kind == ROUND else (None, None)
+    event = Event(  # positional: a third of the cost of keywords, on the hottest path
+        action,
+        len(calls) if isinstance(calls, list) else calls,  # tool_calls
+        None if tokens is msgspec.UNSET else tokens,  # output_tokens
+        line.observation,
+        line.tool_error,
+        line.vendor_stop or None,
+        line.outcome if kind == "end" else None,
+        line.tool,
+        line.detail,
+        line.elapsed_s,
+        ts,
+        at,
+    )
+    return Record(event, line.session, line.task_class)
 
 
 # --- trace (seed 000) ------------------------------------------------------------------------

@@ -18,8 +18,8 @@ from .dialects import (
     NATIVE,
     Record,
     RecordError,
-    gate_record,
-    native_record,
+    gate_line,
+    native_line,
     parse_json,
     trace_rounds,
 )
@@ -103,7 +103,7 @@ class SourceFold:
             self.cursor.blank_lines += 1
             return
         try:
-            records = self._records(parse_json(raw))
+            records = self._records(raw)
         except UnknownRecord as exc:
             self._unknown([exc.kind])
             return
@@ -151,11 +151,12 @@ class SourceFold:
             }
         )
 
-    def _records(self, value: Any) -> list[Record]:
+    def _records(self, raw: bytes) -> list[Record]:
         if self.dialect == NATIVE:
-            return [native_record(value)]
+            return [native_line(raw)]
         if self.dialect == GATE:
-            return [gate_record(value)]
+            return [gate_line(raw)]
+        value = parse_json(raw)
         reader = line_reader(self.dialect)
         if reader is None:
             raise RecordError(f"the {self.dialect} dialect is not line-based")

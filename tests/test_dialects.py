@@ -17,9 +17,15 @@ from ledger.dialects import (
     NATIVE,
     TRACE,
     RecordError,
+    _gate_decode,
+    _gate_typed,
+    _native_decode,
+    _native_typed,
     _parse_json_stdlib,
     detect,
+    gate_line,
     gate_record,
+    native_line,
     native_record,
     parse_json,
     parse_ts,
@@ -302,3 +308,177 @@ def test_trace_fields_read_with_seed_defaults_are_not_counted_as_meters() -> Non
     full, bare = (meters_of(record.event) for _, record in rounds)
     assert full == {"round_counter", "tool_calls", "output_tokens", "observations", "tool_errors"}
     assert bare == {"round_counter", "output_tokens"}
+
+
+# --- typed fast paths: native_line and gate_line ----------------------------------------------
+# Each must give exactly what the general path gives (parse_json, then native_record or
+# gate_record): the same record, or the same reason. Lines are written as JSON text, so number
+# spellings (1.0, 1E+2, -0, 1e400, 2**64), duplicate keys, escapes and broken bytes are covered.
+
+
+def _line_outcome(read: Callable[[bytes], Any], raw: bytes) -> tuple[str, str]:
+    try:
+        return "record", repr(read(raw))  # repr tells 5 from 5.0 and 0.0 from -0.0
+    except RecordError as exc:
+        return "refused", str(exc)
+
+
+def _general(record: Callable[[Any], Any]) -> Callable[[bytes], Any]:
+    return lambda raw: record(parse_json(raw))
+
+
+_ANY_TEXT = [
+    "null", "true", "false", "0", "-0", "1", "-1", "7", "1.0", "0.0", "-0.0", "2.5", "1E+2",
+    "1e400", "-1e400", "1e-400", "NaN", "Infinity", str(2**53 - 1), str(2**53), str(2**63),
+    str(2**64), "1" + "0" * 40, "9" * 400, '""', '"  "', '"x"', '"\\ud83d\\ude00"', '"\\ud800"',
+    '"\\udc00\\ud800"', '"a\\u0000b"', '"\x7f"', '"\u20ac"', '"\udc80"', "[]", "[1, 2]",
+    '[{"name": "a"}]', "{}", '{"a": [1, {"b": null}]}', "[" * 40 + "]" * 40,
+]
+
+
+def _texts(valid: list[Any], wrong: list[Any] = ()) -> tuple[list[str], list[str]]:
+    """A field's values as JSON text: valid ones, and wrong ones (the field's own, then any)."""
+    texts = [json.dumps(v, ensure_ascii=False) for v in valid]
+    return texts, [json.dumps(v) for v in wrong] + _ANY_TEXT
+
+
+_COUNT = _texts([0, 1, 3, 2**53 - 1, 177], [-1, 2**53])
+_SECONDS = _texts([0, 0.0, 0.43, 12, 1e300, 123456789012345678901234567], [-0.5])
+_NATIVE_FIELDS = {
+    "session": _texts(["s1", "h39-00006-a076ded3", " s "], ["", " "]),
+    "type": _texts(["start", "round", "action", "end"], ["turn", "Round"]),
+    "ts": _texts(["2026-12-02T22:00:04.389Z", "2026-11-29T23:00:00+01:00", "2026-11-29T22:00:00",
+                  "2026-11-29"], ["yesterday", "2971W09Z", "2026-11-29T22:00:00ZZ"]),
+    "elapsed_s": _SECONDS,
+    "task_class": _texts(["bugfix", ""]),
+    "detail": _texts(["plan: x", ""]),
+    "tool": _texts(["read_file", ""]),
+    "observation": _texts(["ok", "", "a\nb", "\U0001f600", "\u00e9t\u00e9"]),
+    "tool_error": _texts([True, False]),
+    "vendor_stop": _texts(["end_turn", "", None]),
+    "tool_calls": _texts([[{"name": "a"}], [], 2, None], [[1] * 3]),
+    "output_tokens": _COUNT,
+    "action": _texts(["think", "read", "write", "retry"], ["delete"]),
+    "outcome": _texts(["task_complete", "user_cancel", None], ["done"]),
+    "v": _texts([1, 2]),
+}
+_GATE_FIELDS = {
+    "step": _texts([1, 2, 17], [0, -2]),
+    "action": _NATIVE_FIELDS["action"],
+    "detail": _NATIVE_FIELDS["detail"],
+    "writes": _COUNT,
+    "elapsed_s": _SECONDS,
+}
+_REQUIRED = ("session", "type", "step", "action")
+_EXTRA_KEYS = ["x", "Session", "\\u0073ession", "\\ud800"]
+
+
+@st.composite
+def _jsonl_line(draw: st.DrawFn, fields: dict[str, tuple[list[str], list[str]]]) -> bytes:
+    """A valid object of the given fields (each optional one missing one time in three), then
+    up to three changes: a field dropped, or given a wrong value (of its own or any type, or
+    any number or string), or an unknown or repeated key added; in any order. Sometimes the
+    bytes are mangled, or the line is any JSON value at all."""
+    pairs = [(key, draw(st.sampled_from(valid))) for key, (valid, _) in fields.items()
+             if key in _REQUIRED or draw(st.integers(0, 2))]
+    for _ in range(draw(st.sampled_from([0, 0, 0, 1, 2, 3]))):
+        at = draw(st.integers(0, len(pairs)))
+        key = pairs[at][0] if at < len(pairs) else draw(st.sampled_from([*fields, *_EXTRA_KEYS]))
+        wrong = fields.get(key, ([], _ANY_TEXT))[1]
+        change = draw(st.integers(0, 4))
+        if change == 0:
+            pairs[at:at + 1] = []
+        elif change < 4:
+            pairs[at:at + 1] = [(key, draw(st.sampled_from(wrong)))]
+        else:
+            any_value = st.floats(allow_nan=False) | st.integers() | st.text()
+            text = json.dumps(draw(any_value), ensure_ascii=draw(st.booleans()))
+            pairs[at:at + 1] = [(key, text)]
+    pairs = draw(st.permutations(pairs))
+    text = "{" + ", ".join(f'"{key}": {value}' for key, value in pairs) + "}"
+    if draw(st.integers(0, 19)) == 0:
+        text = json.dumps(draw(_json_values))
+    raw = text.encode("utf-8", "surrogatepass")
+    if draw(st.integers(0, 4)) == 0:
+        for at, junk in draw(st.lists(st.tuples(st.integers(0, 10_000), st.binary(max_size=3)),
+                                      min_size=1, max_size=2)):
+            at %= len(raw) + 1
+            raw = raw[:at] + junk + raw[at + len(junk) // 2:]
+    return raw
+
+
+@settings(max_examples=1000, deadline=None)
+@given(raw=_jsonl_line(_NATIVE_FIELDS))
+def test_native_line_is_native_record_of_parse_json(raw: bytes) -> None:
+    assert _line_outcome(native_line, raw) == _line_outcome(_general(native_record), raw)
+
+
+@settings(max_examples=500, deadline=None)
+@given(raw=_jsonl_line(_GATE_FIELDS))
+def test_gate_line_is_gate_record_of_parse_json(raw: bytes) -> None:
+    assert _line_outcome(gate_line, raw) == _line_outcome(_general(gate_record), raw)
+
+
+def test_line_fast_paths_agree_on_json_test_suite() -> None:
+    for path in _suite_files():
+        raw = path.read_bytes()
+        for fast, record in ((native_line, native_record), (gate_line, gate_record)):
+            assert _line_outcome(fast, raw) == _line_outcome(_general(record), raw), path.name
+
+
+_ROUND = b'{"session": "s", "type": "round", '
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        _ROUND + b'"tool_calls": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+        _ROUND + b'"v": ' + b"[" * 1_000 + b"]" * 1_000 + b"}",
+        _ROUND + b'"output_tokens": "x", "output_tokens": 5}',
+        _ROUND + b'"output_tokens": 5, "output_tokens": null}',
+        _ROUND + b'"output_tokens": 18446744073709551616}',
+        _ROUND + b'"output_tokens": 1.0}',
+        _ROUND + b'"elapsed_s": 1e400}',
+        _ROUND + b'"elapsed_s": ' + b"9" * 400 + b"}",
+        _ROUND + b'"elapsed_s": 123456789012345678901234567890}',
+        _ROUND + b'"tool_error": 1}',
+        _ROUND + b'"observation": "\\ud800"}',
+        _ROUND + b'"\\ud800": 1}',
+        _ROUND + b'"observation": "\xed\xa0\x80"}',
+        _ROUND + b'"\xff": 1}',
+        _ROUND + b'"observation": NaN}',
+        _ROUND + b'"x": 1e400}',
+        b"\xef\xbb\xbf" + _ROUND + b'"tool": "t"}',
+        _ROUND + b'"tool": "t"} x',
+        b'{"step": 1, "action": "read", "writes": 2.0}',
+        b'{"step": 1, "action": "read", "elapsed_s": -0.0}',
+        b'{"step": 1, "action": "read", "step": 0}',
+    ],
+)
+def test_line_fast_paths_agree_on_edge_cases(raw: bytes) -> None:
+    for fast, record in ((native_line, native_record), (gate_line, gate_record)):
+        assert _line_outcome(fast, raw) == _line_outcome(_general(record), raw)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"session": "s", "type": "round", "tool_calls": [{"name": "a"}], "output_tokens": 3,'
+        b' "observation": "ok", "tool_error": false, "ts": "2026-12-02T22:00:04.389Z"}',
+        b'{"session": "s", "type": "round", "tool_calls": 2, "elapsed_s": 1, "v": 1}',
+        b'{"session": "s", "type": "action", "action": "write", "tool": "edit", "detail": "d"}',
+        b'{"session": "s", "type": "start", "task_class": "bugfix", "outcome": "done"}',
+        b'{"session": "s", "type": "end", "outcome": "user_cancel", "vendor_stop": ""}',
+        b'{"session": "s", "type": "round", "session": "t", "observation": "\\ud83d\\ude00"}',
+        b'{"step": 2, "action": "read", "detail": "x", "writes": 0, "elapsed_s": 1.268}',
+    ],
+)
+def test_ordinary_lines_take_the_typed_path(raw: bytes) -> None:
+    """The agreement above would hold trivially if the typed path took nothing."""
+    if b'"step"' in raw:
+        record = _gate_typed(_gate_decode(raw))
+        assert record == gate_record(parse_json(raw))
+    else:
+        record = _native_typed(_native_decode(raw))
+        assert record == native_record(parse_json(raw))
+    assert record is not None
