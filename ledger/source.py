@@ -23,7 +23,7 @@ from .dialects import (
     parse_json,
     trace_rounds,
 )
-from .fold import Fold, Session
+from .fold import Fold, Session, StepRow
 from .importers import LANGFUSE, UnknownRecord, langfuse, line_reader
 
 RAW_MAX = 500
@@ -59,7 +59,7 @@ class Cursor:
 
 @dataclass
 class Output:
-    steps: list[dict[str, Any]] = field(default_factory=list)
+    steps: list[StepRow] = field(default_factory=list)  # values in STEP_COLUMNS order
     incidents: list[dict[str, Any]] = field(default_factory=list)
     errors: list[dict[str, Any]] = field(default_factory=list)
     unknown: Counter[str] = field(default_factory=Counter)
