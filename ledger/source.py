@@ -170,15 +170,16 @@ class SourceFold:
             return self._open(f"{self.source_id}-{self.cursor.gate_runs}", None)
         if record.session is None:
             raise RecordError("record names no session")
-        assert record.session is not None
         session_id = record.session
-        if session_id not in self.sessions:
-            owner = self.owner_of(session_id)
-            if owner is not None and owner != self.source_id:
-                raise RecordError(
-                    f"session {session_id!r} already belongs to another ledger file "
-                    f"(source {owner}); session ids must be unique to one file"
-                )
+        session = self.sessions.get(session_id)
+        if session is not None:  # most records: a session open here (_step sets its class)
+            return session
+        owner = self.owner_of(session_id)
+        if owner is not None and owner != self.source_id:
+            raise RecordError(
+                f"session {session_id!r} already belongs to another ledger file "
+                f"(source {owner}); session ids must be unique to one file"
+            )
         return self._open(session_id, record.task_class, parent=record.parent)
 
     def _open(
