@@ -23,7 +23,7 @@ from .dialects import (
     parse_json,
     trace_rounds,
 )
-from .fold import Fold, Session
+from .fold import Fold, Session, StepRow
 from .importers import LANGFUSE, UnknownRecord, langfuse, line_reader
 
 RAW_MAX = 500
@@ -59,7 +59,7 @@ class Cursor:
 
 @dataclass
 class Output:
-    steps: list[dict[str, Any]] = field(default_factory=list)
+    steps: list[StepRow] = field(default_factory=list)  # values in STEP_COLUMNS order
     incidents: list[dict[str, Any]] = field(default_factory=list)
     errors: list[dict[str, Any]] = field(default_factory=list)
     unknown: Counter[str] = field(default_factory=Counter)
@@ -171,15 +171,16 @@ class SourceFold:
             return self._open(f"{self.source_id}-{self.cursor.gate_runs}", None)
         if record.session is None:
             raise RecordError("record names no session")
-        assert record.session is not None
         session_id = record.session
-        if session_id not in self.sessions:
-            owner = self.owner_of(session_id)
-            if owner is not None and owner != self.source_id:
-                raise RecordError(
-                    f"session {session_id!r} already belongs to another ledger file "
-                    f"(source {owner}); session ids must be unique to one file"
-                )
+        session = self.sessions.get(session_id)
+        if session is not None:  # most records: a session open here (_step sets its class)
+            return session
+        owner = self.owner_of(session_id)
+        if owner is not None and owner != self.source_id:
+            raise RecordError(
+                f"session {session_id!r} already belongs to another ledger file "
+                f"(source {owner}); session ids must be unique to one file"
+            )
         return self._open(session_id, record.task_class, parent=record.parent)
 
     def _open(

@@ -10,7 +10,15 @@ from hypothesis import strategies as st
 
 from ledger.budget import Budget
 from ledger.events import Event
-from ledger.fold import NO_PROGRESS, RETRY_STORM, UNKNOWN_VENDOR, Fold, Session, families_for
+from ledger.fold import (
+    NO_PROGRESS,
+    RETRY_STORM,
+    STEP_COLUMNS,
+    UNKNOWN_VENDOR,
+    Fold,
+    Session,
+    families_for,
+)
 from ledger.redact import redact
 from ledger.vendors import DEFAULT_VENDOR_MAP
 
@@ -33,9 +41,13 @@ def feed(fold: Fold, s: Session, events: list[Event]) -> tuple[list[dict], list[
     steps, incidents = [], []
     for n, event in enumerate(events, 1):
         row, closed = fold.step(s, event, n, n * 10)
-        steps.append(row)
+        steps.append(step_dict(row))
         incidents.extend(closed)
     return steps, incidents + s.open_incidents()
+
+
+def step_dict(row: tuple) -> dict:
+    return dict(zip(STEP_COLUMNS, row, strict=True))
 
 
 def retry(tool: str = "pytest", detail: str = "tool:pytest") -> Event:
@@ -201,7 +213,8 @@ def test_a_saved_and_resumed_session_ends_as_if_folded_in_one_go(events, cut) ->
     first = session(fold)
     steps_a, _ = feed(fold, first, [Event(**_fields(e)) for e in events[:cut]])
     resumed = Session.from_resume(json.loads(json.dumps(first.to_resume())))
-    steps_b = [fold.step(resumed, Event(**_fields(e)), None, None)[0] for e in events[cut:]]
+    steps_b = [step_dict(fold.step(resumed, Event(**_fields(e)), None, None)[0])
+               for e in events[cut:]]
     assert resumed.row() == whole.row()
     assert resumed.open_incidents() == whole.open_incidents()
     strip = [{k: v for k, v in r.items() if k not in ("source_line", "source_offset")}
