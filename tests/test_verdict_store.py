@@ -280,3 +280,11 @@ def test_after_any_ingest_the_verdicts_equal_a_full_recomputation(
         verdict_store.refresh(db)
         db.conn.close()
         assert _verdict_tables(full) == incremental
+
+
+def test_a_class_is_read_from_its_stored_parity_as_one_index_range(sample_db: Path) -> None:
+    """The read after every ingest: an index range in session order, no scan and no sort."""
+    plan = [row["detail"] for row in rows(
+        sample_db, "explain query plan " + verdict_store.FACTS_SQL.replace("?", "'bugfix'"))]
+    assert any("USING INDEX idx_session_parity_task_class_session_id" in p for p in plan), plan
+    assert not any("SCAN" in p or "TEMP B-TREE" in p for p in plan), plan
