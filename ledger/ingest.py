@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -124,6 +126,7 @@ class Ingester:
         self.progress = progress or (lambda _n: None)
         self.should_stop = should_stop
         self.summary = Summary()
+        self._pending = 0  # lines in the open write transaction (see _unit)
 
     def ingest(self, paths: Iterable[str | Path], missing_ok: bool = False) -> Summary:
         """One pass over ``paths``; stops between batches once ``should_stop()`` is true."""
@@ -132,19 +135,53 @@ class Ingester:
         self._touched: set[str] = set()
         self._forgot = False
         before = (self.summary.new_files, self.summary.updated_files)
-        for path in discover(paths, missing_ok):
-            if self.should_stop():
-                break
-            try:
-                self.ingest_file(path)
-            except OSError as exc:  # gone or unreadable since it was listed
-                self._notice(f"{path}: could not be read ({exc.strerror or exc}); skipped")
+        try:
+            for path in discover(paths, missing_ok):
+                if self.should_stop():
+                    break
+                try:
+                    self.ingest_file(path)
+                except OSError as exc:  # gone or unreadable since it was listed
+                    self._notice(f"{path}: could not be read ({exc.strerror or exc}); skipped")
+        except BaseException:
+            self._end_transaction("ROLLBACK")
+            raise
+        self._end_transaction("COMMIT")
         self.summary.stop_reasons = count_stop_reasons(self.db, self.summary.sessions)
         changed = (self.summary.new_files, self.summary.updated_files) != before
         verdict_store.after_ingest(
             self.db, changed, None if self._forgot else self._touched
         )
         return self.summary
+
+    @contextmanager
+    def _unit(self, lines: int = 0) -> Iterator[sqlite3.Connection]:
+        """One unit of work on one file (claiming it, or a batch of its lines), atomic.
+
+        Units share one write transaction (each in a savepoint, so a file that fails takes
+        back only its own unit) until it holds ``--batch-size`` lines: a night of many small
+        files costs a commit per batch, not one or two per file. ``lines``: how many the unit
+        adds. What a commit covers is consistent: rows, resumable state and offsets together.
+        """
+        conn = self.db.conn
+        if not conn.in_transaction:
+            conn.execute("BEGIN IMMEDIATE")
+        conn.execute("SAVEPOINT unit")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK TO unit")
+            conn.execute("RELEASE unit")
+            raise
+        conn.execute("RELEASE unit")
+        self._pending += lines
+        if self._pending >= self.options.batch:
+            self._end_transaction("COMMIT")
+
+    def _end_transaction(self, how: str) -> None:
+        if self.db.conn.in_transaction:
+            self.db.conn.execute(how)
+        self._pending = 0
 
     def _forget(self, conn: Any, source_id: str) -> None:
         """Delete what came from a source; the verdicts then need a full recomputation."""
@@ -163,7 +200,7 @@ class Ingester:
             self.summary.waiting.append(str(path))
             self.progress(info.size)
             return
-        with store.immediate(self.db) as conn:
+        with self._unit() as conn:
             source = self._claim(conn, info)
         if source is None:
             self.summary.unchanged_files += 1
@@ -291,7 +328,7 @@ class Ingester:
                 lines, end = read_lines(f, offset, self.options.batch, self.options.max_line)
                 if not lines:
                     break
-                with store.immediate(self.db) as conn:
+                with self._unit(len(lines)) as conn:
                     current = store.source_row(conn, source_id)
                     if current is None or any(
                         current[k] != source[k] for k in ("fingerprint", "fold_digest")
@@ -315,7 +352,7 @@ class Ingester:
 
     def _ingest_document(self, info: FileInfo, source: dict[str, Any]) -> None:
         data = info.path.read_bytes()
-        with store.immediate(self.db) as conn:
+        with self._unit(1) as conn:
             fold = self._source_fold(conn, source)
             fold.feed_document(data)
             source["offset"] = len(data)
@@ -329,7 +366,7 @@ class Ingester:
 
         When it grows and still cannot be told, its error is replaced, not repeated.
         """
-        with store.immediate(self.db) as conn, info.path.open("rb") as f:
+        with self._unit(1) as conn, info.path.open("rb") as f:
             self._forget(conn, source["source_id"])
             fold = self._source_fold(conn, source)
             fold.error(1, 0, info.problem or "cannot tell the dialect", f.read(2048))

@@ -463,3 +463,65 @@ def test_an_unknown_file_that_grows_keeps_one_error(tmp_path: Path, db_path: Pat
     assert any("now read as native" in n for n in summary.notices)
     assert summary.steps == 1
     assert [r["line"] for r in rows(db_path, "select * from ingest_errors order by line")] == [1, 2]
+
+
+def small_files(folder: Path, write_jsonl, count: int = 5) -> list[Path]:
+    """``count`` ledger files of three lines each, one session per file."""
+    return [
+        write_jsonl(folder / f"run-{n}.jsonl", [
+            {"session": f"run-{n}", "type": "start"},
+            {"session": f"run-{n}", "type": "round", "tool_calls": 1, "output_tokens": 9},
+            {"session": f"run-{n}", "type": "end", "outcome": "task_complete"},
+        ])
+        for n in range(count)
+    ]
+
+
+@pytest.mark.parametrize(("batch", "commits"), [(1000, 1), (6, 3), (3, 5)])
+def test_small_files_share_a_commit_up_to_the_batch_size(
+    tmp_path: Path, db_path: Path, write_jsonl, monkeypatch: pytest.MonkeyPatch,
+    batch: int, commits: int,
+) -> None:
+    from ledger import store, verdict_store
+
+    small_files(tmp_path / "runs", write_jsonl)
+    statements: list[str] = []
+    connect = store.connect
+
+    def traced(path):  # type: ignore[no-untyped-def]
+        db = connect(path)
+        db.conn.set_trace_callback(statements.append)
+        return db
+
+    monkeypatch.setattr(store, "connect", traced)
+    monkeypatch.setattr(verdict_store, "after_ingest", lambda *_a, **_k: None)
+    summary = ingest(db_path, [tmp_path / "runs"], Options(batch=batch))
+    assert summary.steps == 15
+    assert statements.count("COMMIT") == commits  # 5 files x 3 lines, after the migrations
+    assert len(rows(db_path, "select * from sessions")) == 5
+
+
+def test_a_file_that_fails_takes_back_only_its_own_work(
+    tmp_path: Path, db_path: Path, write_jsonl, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ledger import ingest as ingest_module
+
+    paths = small_files(tmp_path / "runs", write_jsonl)
+    feed = ingest_module.feed
+
+    def flaky(fold, line, max_line):  # type: ignore[no-untyped-def]
+        if fold.path == str(paths[2]) and b'"round"' in line.raw:
+            raise OSError(5, "Input/output error")
+        feed(fold, line, max_line)
+
+    monkeypatch.setattr(ingest_module, "feed", flaky)
+    summary = ingest(db_path, [tmp_path / "runs"])
+    assert [n for n in summary.notices if "could not be read" in n] == [
+        f"{paths[2]}: could not be read (Input/output error); skipped"]
+    assert [r["session_id"] for r in rows(db_path, "select * from sessions order by 1")] == [
+        "run-0", "run-1", "run-3", "run-4"]
+    assert len(rows(db_path, "select * from steps")) == 12  # none of run-2's lines
+
+    monkeypatch.setattr(ingest_module, "feed", feed)  # readable again: read from the start
+    ingest(db_path, [tmp_path / "runs"])
+    assert len(rows(db_path, "select * from steps")) == 15
