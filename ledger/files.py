@@ -64,7 +64,8 @@ def _add(found: dict[tuple[int, int], Path], path: Path) -> None:
         stat = path.stat()
     except FileNotFoundError:
         return  # gone since it was listed (rotated away): nothing to read
-    found.setdefault((stat.st_dev, stat.st_ino), path)
+    # Absolute: the sources table knows a file by its path, whatever folder ingest runs from.
+    found.setdefault((stat.st_dev, stat.st_ino), Path(os.path.abspath(path)))
 
 
 @dataclass(frozen=True)

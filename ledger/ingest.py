@@ -218,8 +218,9 @@ class Ingester:
     def _claim(self, conn: Any, info: FileInfo) -> dict[str, Any] | None:
         """The ``sources`` row to continue from (new, resumed or reset), or None if unchanged."""
         digest = self.options.fold_digest
-        known = store.sources_like(conn, str(info.path), info.fingerprint or "")
-        here = [s for s in known if s["path"] == str(info.path)]
+        names = _names_of(info.path)
+        known = store.sources_like(conn, names, info.fingerprint or "")
+        here = [s for s in known if s["path"] in names]
         same = [s for s in here if s["fingerprint"] == info.fingerprint]
         if not same:
             same = [
@@ -445,6 +446,18 @@ def _continues(source: dict[str, Any], info: FileInfo) -> bool:
             return tail_hash(f, source["offset"]) == source["check_hash"]
     except OSError:
         return False
+
+
+def _names_of(path: Path) -> list[str]:
+    """The names ``sources`` may know a file by: its absolute path, and its path relative to
+    this folder (databases made before paths were stored absolute). A source found by its old
+    name takes the absolute one from this ingest on."""
+    names = [str(path)]
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:  # another drive (Windows): no relative name
+        return names
+    return names if relative == names[0] else [*names, relative]
 
 
 def _unique_id(base: str, taken: set[str]) -> str:

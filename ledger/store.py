@@ -366,11 +366,16 @@ def source_row(conn: sqlite3.Connection, source_id: str) -> dict[str, Any] | Non
     return dict(zip([d[0] for d in cursor.description], row, strict=True))
 
 
-def sources_like(conn: sqlite3.Connection, path: str, fingerprint: str) -> list[dict[str, Any]]:
-    """The sources at ``path`` or with ``fingerprint``: all a file's identity can match (one
-    lookup per file, not a scan of every source, so ingest stays linear in the files)."""
+def sources_like(
+    conn: sqlite3.Connection, paths: Sequence[str], fingerprint: str
+) -> list[dict[str, Any]]:
+    """The sources at one of ``paths`` or with ``fingerprint``: all a file's identity can
+    match (one lookup per file, not a scan of every source, so ingest stays linear in the
+    files)."""
+    marks = ", ".join("?" for _ in paths)
     cursor = conn.execute(
-        "SELECT * FROM sources WHERE path = ? OR fingerprint = ?", (path, fingerprint)
+        f"SELECT * FROM sources WHERE path IN ({marks}) OR fingerprint = ?",
+        (*paths, fingerprint),
     )
     names = [d[0] for d in cursor.description]
     return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]

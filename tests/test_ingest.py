@@ -525,3 +525,36 @@ def test_a_file_that_fails_takes_back_only_its_own_work(
     monkeypatch.setattr(ingest_module, "feed", feed)  # readable again: read from the start
     ingest(db_path, [tmp_path / "runs"])
     assert len(rows(db_path, "select * from steps")) == 15
+
+
+def test_a_file_is_the_same_source_however_its_path_is_written(
+    samples: Path, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(samples.parent)
+    first = ingest(db_path, ["sample_ledgers"])
+    stored = {r["path"] for r in rows(db_path, "select path from sources")}
+    assert all(Path(p).is_absolute() for p in stored)
+    for written in (str(samples), "./sample_ledgers/", "../" + samples.parent.name +
+                    "/sample_ledgers"):
+        again = ingest(db_path, [written])
+        assert (again.new_files, again.updated_files, again.steps) == (0, 0, 0), written
+    monkeypatch.chdir(samples)  # from another folder too
+    assert ingest(db_path, ["bugfix"]).new_files == 0
+    assert len(rows(db_path, "select * from steps")) == first.steps
+
+
+def test_a_source_stored_with_a_relative_path_is_recognised_and_made_absolute(
+    samples: Path, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Databases made before paths were stored absolute keep working from the same folder."""
+    monkeypatch.chdir(samples.parent)
+    ingest(db_path, ["sample_ledgers"])
+    import sqlite3
+
+    with sqlite3.connect(db_path) as conn:  # as an older agent-ledger stored them
+        for (path,) in conn.execute("select path from sources").fetchall():
+            conn.execute("update sources set path = ? where path = ?",
+                         (os.path.relpath(path), path))
+    summary = ingest(db_path, ["sample_ledgers"])
+    assert (summary.new_files, summary.steps, summary.notices) == (0, 0, [])
+    assert all(Path(r["path"]).is_absolute() for r in rows(db_path, "select path from sources"))
