@@ -13,6 +13,7 @@ from __future__ import annotations
 import sqlite3
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
+from itertools import islice
 from typing import Any
 
 import sqlite_utils
@@ -87,19 +88,27 @@ def compute_from(conn: sqlite3.Connection, settings: Settings | None = None) -> 
 
 
 def refresh(db: sqlite_utils.Database, settings: Settings | None = None) -> Verdicts:
-    """Recompute the verdict tables whole and store them with the settings used."""
+    """Recompute the verdict tables whole and store them with the settings used; returns
+    every row written."""
     with store.immediate(db) as conn:
-        settings = settings or stored_settings(conn)
-        verdicts = Verdicts(settings)
-        for table in ("session_parity", "cap_coverage", "task_classes"):
-            store.replace_all(conn, table, [])
-        verdicts.parity = _check(conn, settings, conn.execute(SESSIONS_SQL), keep=True)
-        classes = {p["task_class"] for p in verdicts.parity}
-        for part in _judge(conn, settings, classes):
-            verdicts.coverage += part.coverage
-            verdicts.classes += part.classes
-        _settle(conn, settings)
+        verdicts = _recompute(conn, settings or stored_settings(conn), keep=True)
     verdicts.classes.sort(key=lambda c: (c["verdict"] != STAY, c["task_class"]))
+    return verdicts
+
+
+def _recompute(conn: sqlite3.Connection, settings: Settings, keep: bool) -> Verdicts:
+    """Rewrite the verdict tables whole; ``keep``: return the rows (else only the classes',
+    so memory holds a chunk of sessions and one class's groups, whatever the database)."""
+    verdicts = Verdicts(settings)
+    for table in ("session_parity", "cap_coverage", "task_classes"):
+        store.replace_all(conn, table, [])
+    checked = _check(conn, settings, conn.execute(SESSIONS_SQL), keep)
+    if keep:
+        verdicts.parity = checked
+    for part in _judge(conn, settings, {p["task_class"] for p in checked}):
+        verdicts.coverage += part.coverage
+        verdicts.classes += part.classes
+    _settle(conn, settings)
     return verdicts
 
 
@@ -116,11 +125,11 @@ def after_ingest(
     never = db.conn.execute("SELECT count(*) FROM verdict_settings").fetchone()[0] == 0
     if not (changed or never):
         return
-    if never or touched is None:
-        refresh(db)
-        return
     with store.immediate(db) as conn:
         settings = stored_settings(conn)
+        if never or touched is None:
+            _recompute(conn, settings, keep=False)
+            return
         classes: set[str] = set()
         for chunk, marks in _chunks(touched):
             classes.update(cls for (cls,) in conn.execute(
@@ -137,18 +146,16 @@ def _check(
     conn: sqlite3.Connection, settings: Settings, sessions: sqlite3.Cursor, keep: bool = False
 ) -> list[dict[str, Any]]:
     """Check and store the parity of ``sessions`` (rows of :data:`SESSIONS_SQL`), a chunk at a
-    time; returns the rows if ``keep``, else only each row's class."""
+    time; returns the rows if ``keep``, else one row per class (``task_class`` only)."""
     found: list[dict[str, Any]] = []
-    chunk: list[dict[str, Any]] = []
-    for session in _dicts(sessions):
-        chunk.append(parity(session, settings.tolerance))
-        if len(chunk) == CHUNK:
-            store.replace_all(conn, "session_parity", chunk, keep=True)
-            found += chunk if keep else ({"task_class": p["task_class"]} for p in chunk)
-            chunk = []
-    store.replace_all(conn, "session_parity", chunk, keep=True)
-    found += chunk if keep else ({"task_class": p["task_class"]} for p in chunk)
-    return found
+    classes: set[str] = set()
+    checked = (parity(session, settings.tolerance) for session in _dicts(sessions))
+    while chunk := list(islice(checked, CHUNK)):
+        store.replace_all(conn, "session_parity", chunk, keep=True)
+        classes.update(p["task_class"] for p in chunk)
+        if keep:
+            found += chunk
+    return found if keep else [{"task_class": cls} for cls in sorted(classes)]
 
 
 def _judge(
