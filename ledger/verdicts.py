@@ -130,10 +130,6 @@ INSTRUMENT: dict[str, str] = {
 }
 
 
-def session_meters(session: Row) -> frozenset[str]:
-    return meter_set(session.get("meters"))
-
-
 @lru_cache(maxsize=256)
 def meter_set(meters: str | None) -> frozenset[str]:
     """``sessions.meters`` (comma-separated) as a set."""
@@ -183,7 +179,7 @@ def parity(session: Row, tolerance: int = 1) -> dict[str, Any]:
     count at the stop is the log's count less what the rounds after the stop made: a tool-call
     difference only ever comes with a round difference, and is judged with it.
     """
-    meters = session_meters(session)
+    meters = meter_set(session.get("meters"))
     unit = ROUNDS if "round_counter" in meters else STEPS
     stopped = session.get("stop_at") is not None
     logged = int(session[unit] or 0)
