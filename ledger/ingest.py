@@ -140,7 +140,7 @@ class Ingester:
                 if self.should_stop():
                     break
                 try:
-                    self.ingest_file(path)
+                    self._ingest_file(path)
                 except OSError as exc:  # gone or unreadable since it was listed
                     self._notice(f"{path}: could not be read ({exc.strerror or exc}); skipped")
         except BaseException:
@@ -193,7 +193,7 @@ class Ingester:
         self.summary.redactions += found
         return cleaned, found
 
-    def ingest_file(self, path: Path) -> None:
+    def _ingest_file(self, path: Path) -> None:
         self.summary.files += 1
         info = sniff(path, self.options.max_line, self.options.dialect)
         if info.fingerprint is None:
