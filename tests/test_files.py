@@ -1,0 +1,102 @@
+"""Reading ledger files: bounded batches of complete lines, whatever the bytes."""
+
+from __future__ import annotations
+
+import io
+from typing import BinaryIO
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ledger import files
+from ledger.files import RAW_KEEP, Line, read_lines
+
+
+def one_line_at_a_time(
+    f: BinaryIO, start: int, count: int, max_line: int, max_bytes: int
+) -> tuple[list[Line], int]:
+    """The reference: ``readline`` per line (read_lines before it read blocks)."""
+    f.seek(start)
+    pos, out = start, []
+    while len(out) < count and pos - start < max_bytes:
+        chunk = f.readline(max_line + 1)
+        if chunk.endswith(b"\n"):
+            out.append(Line(pos, chunk[:-1]))
+            pos += len(chunk)
+            continue
+        if len(chunk) <= max_line:
+            break
+        head, length = chunk[:RAW_KEEP], len(chunk)
+        while True:
+            more = f.readline(1 << 20)
+            if not more:
+                return out, pos
+            length += len(more)
+            if more.endswith(b"\n"):
+                break
+        out.append(Line(pos, head, oversize=length - 1))
+        pos += length
+    return out, pos
+
+
+LINE = st.one_of(
+    st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")),
+    st.integers(0, 300).map(lambda n: b"x" * n),  # around the small limits below
+    st.just(b""),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    lines=st.lists(LINE, max_size=30),
+    ends_with_newline=st.booleans(),
+    block=st.sampled_from([8, 64, 1 << 20]),
+    max_line=st.sampled_from([5, 64, 100, 4096]),
+    count=st.integers(1, 40),
+    max_bytes=st.sampled_from([10, 500, 1 << 25]),
+    data=st.data(),
+)
+def test_reading_in_blocks_gives_exactly_what_reading_line_by_line_gives(
+    lines: list[bytes], ends_with_newline: bool, block: int, max_line: int, count: int,
+    max_bytes: int, data: st.DataObject,
+) -> None:
+    text = b"\n".join(lines) + (b"\n" if ends_with_newline and lines else b"")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(files, "BLOCK", block)
+        check_every_batch(text, count, max_line, max_bytes, data)
+
+
+def check_every_batch(
+    text: bytes, count: int, max_line: int, max_bytes: int, data: st.DataObject
+) -> None:
+    start = 0
+    while True:  # batch after batch, as ingest reads a file
+        got = read_lines(io.BytesIO(text), start, count, max_line, max_bytes)
+        want = one_line_at_a_time(io.BytesIO(text), start, count, max_line, max_bytes)
+        assert got == want
+        if not got[0]:
+            break
+        start = got[1]
+    # and from any offset the caller may hold
+    offset = data.draw(st.integers(0, len(text)))
+    assert read_lines(io.BytesIO(text), offset, count, max_line, max_bytes) == \
+        one_line_at_a_time(io.BytesIO(text), offset, count, max_line, max_bytes)
+
+
+@pytest.mark.parametrize("block", [16, 1 << 20])
+def test_an_unfinished_last_line_is_left_for_later(
+    block: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(files, "BLOCK", block)
+    lines, end = read_lines(io.BytesIO(b'{"a": 1}\n{"b": 2}\n{"c"'), 0, 100)
+    assert [(line.offset, line.raw) for line in lines] == [(0, b'{"a": 1}'), (9, b'{"b": 2}')]
+    assert end == 18
+
+
+def test_a_line_over_the_limit_is_kept_as_its_head_with_its_length() -> None:
+    text = b"ok\n" + b"y" * 5000 + b"\nok\n"
+    lines, end = read_lines(io.BytesIO(text), 0, 100, max_line=4096)
+    assert [(line.offset, len(line.raw), line.oversize) for line in lines] == [
+        (0, 2, 0), (3, RAW_KEEP, 5000), (5004, 2, 0)]
+    assert end == len(text)
