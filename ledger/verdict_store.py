@@ -97,15 +97,14 @@ def refresh(db: sqlite_utils.Database, settings: Settings | None = None) -> Verd
 
 
 def _recompute(conn: sqlite3.Connection, settings: Settings, keep: bool) -> Verdicts:
-    """Rewrite the verdict tables whole; ``keep``: return the rows (else only the classes',
-    so memory holds a chunk of sessions and one class's groups, whatever the database)."""
+    """Rewrite the verdict tables whole; ``keep``: return every row (else none, so memory
+    holds a chunk of sessions and one class's groups, whatever the size of the database)."""
     verdicts = Verdicts(settings)
     for table in ("session_parity", "cap_coverage", "task_classes"):
         store.replace_all(conn, table, [])
-    checked = _check(conn, settings, conn.execute(SESSIONS_SQL), keep)
-    if keep:
-        verdicts.parity = checked
-    for part in _judge(conn, settings, {p["task_class"] for p in checked}):
+    sessions = conn.execute(SESSIONS_SQL)
+    classes = _check(conn, settings, sessions, verdicts.parity if keep else None)
+    for part in _judge(conn, settings, classes):
         verdicts.coverage += part.coverage
         verdicts.classes += part.classes
     _settle(conn, settings)
@@ -136,26 +135,26 @@ def after_ingest(
                 f"SELECT task_class FROM session_parity WHERE session_id IN ({marks})", chunk
             ))  # where they were: a class a session left is judged again too
             cursor = conn.execute(SESSIONS_SQL + f"where s.session_id in ({marks})", chunk)
-            classes.update(p["task_class"] for p in _check(conn, settings, cursor))
+            classes.update(_check(conn, settings, cursor))
         for _ in _judge(conn, settings, classes):
             pass  # written as it goes; nothing kept
         _settle(conn, settings)
 
 
 def _check(
-    conn: sqlite3.Connection, settings: Settings, sessions: sqlite3.Cursor, keep: bool = False
-) -> list[dict[str, Any]]:
+    conn: sqlite3.Connection, settings: Settings, sessions: sqlite3.Cursor,
+    into: list[dict[str, Any]] | None = None,
+) -> set[str]:
     """Check and store the parity of ``sessions`` (rows of :data:`SESSIONS_SQL`), a chunk at a
-    time; returns the rows if ``keep``, else one row per class (``task_class`` only)."""
-    found: list[dict[str, Any]] = []
+    time; returns their task classes, and adds the rows to ``into`` if given."""
     classes: set[str] = set()
     checked = (parity(session, settings.tolerance) for session in _dicts(sessions))
     while chunk := list(islice(checked, CHUNK)):
         store.replace_all(conn, "session_parity", chunk, keep=True)
         classes.update(p["task_class"] for p in chunk)
-        if keep:
-            found += chunk
-    return found if keep else [{"task_class": cls} for cls in sorted(classes)]
+        if into is not None:
+            into += chunk
+    return classes
 
 
 def _judge(

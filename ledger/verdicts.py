@@ -453,7 +453,9 @@ def judge(
     total = sum(g.count for g in groups)
     checked = sum(g.count for g in groups if g.parity != NO_RECORDED_STOP)
     mismatched = [g for g in groups if g.parity == MISMATCH]
+    mismatches = sum(g.count for g in mismatched)
     silent = [g for g in groups if g.silent]
+    silent_count = sum(g.count for g in silent)
     strings = Counter(u["key"] for u in unknown)
     reasons: list[tuple[str, str]] = []
     if strings:
@@ -473,19 +475,17 @@ def judge(
             " the cap cannot be honoured there"
         )))
     if mismatched:
-        count = sum(g.count for g in mismatched)
         first = min(mismatched, key=lambda g: g.ids[0])
         reasons.append((REPLAY_MISMATCH, (
-            f"replay mismatches in {count} of {_count(checked, 'session')} with a "
-            f"recorded stop ({_examples(_first(mismatched, EXAMPLES), count)}); e.g. "
+            f"replay mismatches in {mismatches} of {_count(checked, 'session')} with a "
+            f"recorded stop ({_examples(_first(mismatched, EXAMPLES), mismatches)}); e.g. "
             f"{first.ids[0]}: {first.first_detail}"
         )))
     if silent:
-        count = sum(g.count for g in silent)
         reasons.append((NO_TERMINAL_SIGNAL, (
-            f"completes with no terminal signal: {_count(count, 'session')} ran out "
+            f"completes with no terminal signal: {_count(silent_count, 'session')} ran out "
             f"without a stop and the log records no outcome "
-            f"({_examples(_first(silent, EXAMPLES), count)}); a complete "
+            f"({_examples(_first(silent, EXAMPLES), silent_count)}); a complete "
             "needs a terminal, verified result"
         )))
     if checked < settings.min_sessions:
@@ -502,7 +502,6 @@ def judge(
         stops[g.stop_reason] += g.count
         if g.recorded_stop:
             recorded[g.recorded_stop] += g.count
-    mismatches = sum(g.count for g in mismatched)
     return {
         "task_class": task_class,
         "verdict": STAY if reasons else READY,
@@ -513,7 +512,7 @@ def judge(
         "matches": checked - mismatches,
         "mismatches": mismatches,
         "no_recorded_stop": total - checked,
-        "completes_without_signal": sum(g.count for g in silent),
+        "completes_without_signal": silent_count,
         "unknown_vendor_stops": _json_counts(strings),
         "unmetered_caps": json.dumps([_rule_name(g.rule) for g in gaps]),
         "stop_reasons": _json_counts(stops),
