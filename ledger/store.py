@@ -12,7 +12,7 @@ import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from operator import itemgetter
+from operator import is_, itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -295,7 +295,43 @@ def _upsert_values(
     conn.executemany(sql, values)
 
 
-_STEP_KEY = itemgetter(0, 1)  # session_id, idx
+_SESSION = itemgetter(0)  # a steps row's session_id
+
+
+def _insert_by_shape(
+    conn: sqlite3.Connection, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]
+) -> None:
+    """Insert or replace rows (with distinct keys), binding only the values that are not None.
+
+    Python's ``sqlite3`` binds a ``None`` through its adapter registry (a key tuple, a dict
+    lookup and two failed attribute lookups): about 0.3 us each, against 0.04 us for an int.
+    A ``steps`` row holds five or six, so rows are grouped by which of their values are None
+    (a dozen shapes in a batch) and each shape gets a statement with ``NULL`` written in: the
+    same rows, about 0.6 us less per row. Each shape's rows keep their order (key order, so
+    B-tree inserts stay local); the order between shapes is not kept, hence distinct keys.
+    """
+    nones = (None,) * len(columns)
+    shapes: dict[tuple[bool, ...], list[Sequence[Any]]] = {}
+    for row in rows:
+        shape = tuple(map(is_, row, nones))
+        same = shapes.get(shape)
+        if same is None:
+            same = shapes[shape] = []
+        same.append(row)
+    names = ", ".join(f"[{c}]" for c in columns)
+    for shape, same in shapes.items():
+        marks = ", ".join("NULL" if null else "?" for null in shape)
+        bound = _picker([i for i, null in enumerate(shape) if not null])
+        conn.executemany(
+            f"INSERT OR REPLACE INTO [{table}] ({names}) VALUES ({marks})", map(bound, same)
+        )
+
+
+def _picker(indices: Sequence[int]) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
+    """A function taking these items of a row, as a tuple (``itemgetter`` of one item is not)."""
+    if len(indices) >= 2:
+        return itemgetter(*indices)
+    return lambda row: tuple(row[i] for i in indices)
 
 
 def write_batch(
@@ -314,8 +350,10 @@ def write_batch(
     rollup.apply(conn, changed, -1)
     # In primary-key order: a file interleaves its sessions, and B-tree inserts in key order
     # touch each page once instead of jumping between sessions (about 3 us less per row).
+    # The fold numbers a session's steps as it goes, so a stable sort on the session alone
+    # gives (session_id, idx) order, for less than comparing pairs.
     if steps:
-        _upsert_values(conn, "steps", STEP_COLUMNS, sorted(steps, key=_STEP_KEY))
+        _insert_by_shape(conn, "steps", STEP_COLUMNS, sorted(steps, key=_SESSION))
     _upsert(conn, "incidents", incidents)
     if errors:
         columns = list(errors[0])

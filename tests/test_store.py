@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ledger import store
 from ledger.cli import cli
@@ -135,3 +137,35 @@ def test_a_new_database_records_its_version(db_path: Path) -> None:
     store.connect(db_path).conn.close()
     assert raw(db_path, "pragma user_version") == [(store.SCHEMA_VERSION,)]
     assert raw(db_path, "pragma journal_mode") == [("wal",)]
+
+
+# --- inserting rows by shape ------------------------------------------------------------------
+
+_VALUES = st.one_of(
+    st.none(), st.integers(-(2**63), 2**63 - 1), st.floats(allow_nan=False), st.text(),
+    st.binary(max_size=8),
+)
+
+
+@given(
+    st.lists(st.tuples(_VALUES, _VALUES, _VALUES, _VALUES), max_size=40, unique_by=lambda r: r[0])
+)
+@settings(max_examples=300, deadline=None)
+def test_rows_inserted_by_shape_are_the_rows_executemany_inserts(rows: list[tuple]) -> None:
+    """NULL written into the statement stores what binding None stores, for any mix of None."""
+    ddl = "CREATE TABLE t (k PRIMARY KEY, a, b INTEGER DEFAULT 7, c TEXT)"
+    plain, shaped = sqlite3.connect(":memory:"), sqlite3.connect(":memory:")
+    for conn in (plain, shaped):
+        conn.execute(ddl)
+    plain.executemany("INSERT OR REPLACE INTO t (k, a, b, c) VALUES (?, ?, ?, ?)", rows)
+    store._insert_by_shape(shaped, "t", ("k", "a", "b", "c"), rows)
+    query = "SELECT k, a, b, c, typeof(k), typeof(a), typeof(b), typeof(c) FROM t ORDER BY rowid"
+    assert sorted(shaped.execute(query), key=repr) == sorted(plain.execute(query), key=repr)
+
+
+def test_rows_inserted_by_shape_keep_their_order_within_a_shape() -> None:
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE t (k, a, b)")
+    rows = [(3, None, 1), (1, 2, None), (2, None, 5), (0, 4, None)]
+    store._insert_by_shape(conn, "t", ("k", "a", "b"), rows)
+    assert [k for (k,) in conn.execute("SELECT k FROM t ORDER BY rowid")] == [3, 2, 1, 0]
