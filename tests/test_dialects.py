@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -70,6 +71,46 @@ def test_parse_json_refuses_with_a_reason(raw, reason) -> None:
     with pytest.raises(RecordError) as caught:
         parse_json(raw)
     assert reason in str(caught.value)
+
+
+def _lone_surrogate_strings() -> list[str]:
+    """Every surrogate escape, in both cases, where it cannot be half of a pair: alone, before
+    or after a character, before another escape that does not complete it, doubled."""
+    strings = []
+    for point in range(0xD800, 0xE000):
+        for escape in (f"\\u{point:04x}", f"\\u{point:04X}"):
+            strings += [escape, f"{escape}a", f"a{escape}", f"{escape}\\u0041", escape * 2]
+            if point >= 0xDC00:  # a low surrogate before a high one is not a pair either
+                strings.append(f"{escape}\\ud800")
+    return strings
+
+
+@pytest.mark.parametrize(
+    ("decode", "template"),
+    [
+        (msgspec.json.decode, '{{"a": "{0}"}}'),
+        (msgspec.json.decode, '{{"{0}": 1}}'),
+        (_native_decode, '{{"session": "{0}", "type": "round"}}'),
+        (_native_decode, '{{"session": "s", "type": "round", "observation": "{0}"}}'),
+        (_gate_decode, '{{"step": 1, "action": "read", "detail": "{0}"}}'),
+    ],
+)
+def test_msgspec_refuses_every_lone_surrogate_escape(decode, template) -> None:
+    """parse_json and the typed decoding rely on this: they take what msgspec accepts without
+    looking for lone surrogates, which the standard library's path must look for."""
+    accepted = []
+    for text in _lone_surrogate_strings():
+        try:
+            decode(template.format(text).encode())
+        except msgspec.DecodeError:
+            continue
+        accepted.append(text)
+    assert accepted == []
+
+
+def test_msgspec_accepts_the_surrogate_pairs_it_must() -> None:
+    assert _native_decode(b'{"session": "\\ud83d\\ude00", "type": "round"}').session == "\U0001f600"
+    assert msgspec.json.decode(b'"\\udbff\\udfff"') == "\U0010ffff"
 
 
 def test_parse_json_accepts_surrogate_pairs_and_duplicate_keys_last_wins() -> None:
