@@ -15,7 +15,6 @@ import math
 import re
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated, Any, TypeVar
 
@@ -40,9 +39,9 @@ class RecordError(ValueError):
     """A record that cannot be used; the message is the reason stored in ``ingest_errors``."""
 
 
-@dataclass(slots=True)
-class Record:
-    """One parsed record: which session it belongs to, and the event it carries."""
+class Record(msgspec.Struct, gc=False):
+    """One parsed record: which session it belongs to, and the event it carries (a
+    ``Struct``, like :class:`Event`, for its speed)."""
 
     event: Event
     session: str | None = None

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterator
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from functools import lru_cache
 from itertools import groupby
 from operator import itemgetter
@@ -34,7 +34,7 @@ STEP_COLUMNS = (
     "vendor_stop", "outcome", "elapsed_s", "same_round",
 )
 #: Event's fields in order: :func:`stored_sessions` builds events positionally, for speed.
-assert [f.name for f in fields(Event)] == [
+assert list(Event.__struct_fields__) == [
     "action", "tool_calls", "output_tokens", "observation", "tool_error", "vendor_stop",
     "outcome", "tool", "detail", "elapsed_s", "ts", "at", "observation_hash", "unmetered",
     "same_round",
