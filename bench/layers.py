@@ -34,7 +34,7 @@ from ledger.dialects import (
     native_record,
     parse_json,
 )
-from ledger.files import discover, read_lines, sniff
+from ledger.files import DEFAULT_MAX_LINE, discover, read_lines, sniff
 from ledger.ingest import Options, ingest
 from ledger.source import SourceFold
 
@@ -61,10 +61,11 @@ def pipeline(files: list[tuple[Path, str]], depth: int) -> int:
                 if not lines:
                     break
                 count += len(lines)
+                if depth == 5:
+                    source.feed_lines(lines, DEFAULT_MAX_LINE)
+                    continue
                 for line in lines:
-                    if depth == 5:
-                        source.feed_line(line.raw, line.offset)
-                    elif depth == 4:
+                    if depth == 4:
                         try:
                             typed(line.raw)
                         except RecordError:

@@ -23,7 +23,7 @@ import sqlite_utils
 
 from . import store, verdict_store
 from .budget import Budget
-from .files import DEFAULT_MAX_LINE, FileInfo, Line, discover, read_lines, sha, sniff, tail_hash
+from .files import DEFAULT_MAX_LINE, FileInfo, discover, read_lines, sha, sniff, tail_hash
 from .fold import Fold, Redactor, Session
 from .importers import DOCUMENTS
 from .redact import redact
@@ -340,8 +340,7 @@ class Ingester:
                         fold = self._source_fold(conn, source)
                         if current["offset"] != offset:
                             continue  # another process got further: read from its offset
-                    for line in lines:
-                        feed(fold, line, self.options.max_line)
+                    fold.feed_lines(lines, self.options.max_line)
                     source["offset"] = end
                     source["check_hash"] = tail_hash(f, end)
                     stat = os.fstat(f.fileno())
@@ -500,21 +499,6 @@ def follow(
     finally:
         db.conn.close()
 
-
-
-def feed(fold: SourceFold, line: Line, max_line: int) -> None:
-    """One line as :func:`read_lines` gives it: complete, or too long to keep (put aside)."""
-    if line.oversize:
-        fold.cursor.line += 1
-        fold.error(
-            fold.cursor.line,
-            line.offset,
-            f"line is {line.oversize} bytes, longer than the limit of {max_line} "
-            "(--max-line-bytes)",
-            line.raw,
-        )
-        return
-    fold.feed_line(line.raw, line.offset)
 
 
 def ingest(

@@ -10,7 +10,7 @@ from .dialects import NATIVE, RecordError, parse_json
 from .files import discover, read_lines, sniff
 from .fold import Session
 from .importers import DOCUMENTS
-from .ingest import Options, feed, task_class_for
+from .ingest import Options, task_class_for
 from .source import BOM, SourceFold
 
 
@@ -40,8 +40,7 @@ def replay(
                     lines, offset = read_lines(f, offset, 10_000, options.max_line)
                     if not lines:
                         break
-                    for line in lines:
-                        feed(source, line, options.max_line)
+                    source.feed_lines(lines, options.max_line)
                     errors.extend(source.take()[0].errors)
         errors.extend(source.take()[0].errors)
         yield [s.row() for s in source.sessions.values()], errors

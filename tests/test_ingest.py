@@ -504,17 +504,18 @@ def test_small_files_share_a_commit_up_to_the_batch_size(
 def test_a_file_that_fails_takes_back_only_its_own_work(
     tmp_path: Path, db_path: Path, write_jsonl, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ledger import ingest as ingest_module
+    from ledger.source import SourceFold
 
     paths = small_files(tmp_path / "runs", write_jsonl)
-    feed = ingest_module.feed
+    feed_lines = SourceFold.feed_lines
 
-    def flaky(fold, line, max_line):  # type: ignore[no-untyped-def]
-        if fold.path == str(paths[2]) and b'"round"' in line.raw:
-            raise OSError(5, "Input/output error")
-        feed(fold, line, max_line)
+    def flaky(fold, lines, max_line):  # type: ignore[no-untyped-def]
+        for line in lines:  # the lines before the first round are folded, then it fails
+            if fold.path == str(paths[2]) and b'"round"' in line.raw:
+                raise OSError(5, "Input/output error")
+            feed_lines(fold, [line], max_line)
 
-    monkeypatch.setattr(ingest_module, "feed", flaky)
+    monkeypatch.setattr(SourceFold, "feed_lines", flaky)
     summary = ingest(db_path, [tmp_path / "runs"])
     assert [n for n in summary.notices if "could not be read" in n] == [
         f"{paths[2]}: could not be read (Input/output error); skipped"]
@@ -522,7 +523,7 @@ def test_a_file_that_fails_takes_back_only_its_own_work(
         "run-0", "run-1", "run-3", "run-4"]
     assert len(rows(db_path, "select * from steps")) == 12  # none of run-2's lines
 
-    monkeypatch.setattr(ingest_module, "feed", feed)  # readable again: read from the start
+    monkeypatch.setattr(SourceFold, "feed_lines", feed_lines)  # readable: read from the start
     ingest(db_path, [tmp_path / "runs"])
     assert len(rows(db_path, "select * from steps")) == 15
 
