@@ -229,6 +229,32 @@ def _m006_class_parity_index(db: sqlite_utils.Database) -> None:
     db.conn.execute("DROP INDEX IF EXISTS idx_session_parity_task_class")
 
 
+def _m007_parity_groups(db: sqlite_utils.Database) -> None:
+    """Each session's meters and budget digest kept with its parity, under one index that
+    holds everything a class's verdict groups sessions by: after an ingest, a touched class
+    is judged from a range of that index (counts and a few ids per group, no join with
+    ``sessions``, no row per session in Python)."""
+    table = db["session_parity"]
+    for column in ("meters", "budget_digest"):
+        table.add_column(column, str)
+    db.conn.execute(
+        "UPDATE session_parity SET "
+        "meters = (SELECT meters FROM sessions s WHERE s.session_id = session_parity.session_id), "
+        "budget_digest = (SELECT budget_digest FROM sessions s "
+        "WHERE s.session_id = session_parity.session_id)"
+    )
+    db.conn.execute("DROP INDEX IF EXISTS idx_session_parity_task_class_session_id")
+    table.create_index([*PARITY_GROUP_INDEX], index_name="idx_session_parity_groups")
+
+
+#: The columns of ``idx_session_parity_groups``: a class, what tells its sessions apart for a
+#: verdict (see ``verdicts.Group``), and the session.
+PARITY_GROUP_INDEX = (
+    "task_class", "dialect", "budget_digest", "meters", "replay_stop", "recorded_stop",
+    "parity", "session_id",
+)
+
+
 #: Ordered and append-only: never edit a migration that has shipped, add a new one.
 MIGRATIONS: Sequence[tuple[str, Migration]] = (
     ("001_initial", _m001_initial),
@@ -237,6 +263,7 @@ MIGRATIONS: Sequence[tuple[str, Migration]] = (
     ("004_real_agent_logs", _m004_real_agent_logs),
     ("005_dashboard", _m005_dashboard),
     ("006_class_parity_index", _m006_class_parity_index),
+    ("007_parity_groups", _m007_parity_groups),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

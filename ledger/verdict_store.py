@@ -20,13 +20,13 @@ import sqlite_utils
 
 from . import store
 from .verdicts import (
-    FACTS,
+    LISTED,
     STAY,
+    Group,
     Settings,
     Verdicts,
     compute,
     coverage,
-    group,
     judge,
     parity,
     task_class_of,
@@ -36,19 +36,36 @@ SESSIONS_SQL = """
 select
   s.session_id, s.task_class, s.dialect, s.stop_reason, s.stop_at, s.stop_detail,
   s.recorded_stop, s.vendor_stop, s.rounds, s.steps, s.tool_calls, s.meters, s.budget,
+  s.budget_digest,
   st.total_rounds as stop_rounds, st.total_steps as stop_steps,
   st.total_tool_calls as stop_tool_calls
 from sessions s
 left join steps st on st.session_id = s.session_id and st.idx = s.stop_at
 """
 
-#: A class's sessions as :data:`ledger.verdicts.FACTS`, from their stored parity.
-FACTS_SQL = f"""
-select {", ".join(("p." if name.startswith("parity") or name == "session_id" else "s.") + name
-                  for name in FACTS)}
+#: What tells a class's sessions apart for its verdict, as ``session_parity`` holds it: the
+#: columns of ``store.PARITY_GROUP_INDEX`` between the class and the session.
+_GROUP_KEY = ", ".join(store.PARITY_GROUP_INDEX[1:-1])
+
+#: A class's groups: how many sessions each, and the first (all from one index range).
+GROUPS_SQL = f"""
+select {_GROUP_KEY}, count(*), min(session_id) from session_parity
+where task_class = ? group by {_GROUP_KEY}
+"""
+
+#: The first ids of one group of a class, as many as a verdict names (a range of the same
+#: index: ``IS`` matches the NULLs a key may hold).
+LISTED_SQL = f"""
+select session_id from session_parity
+where task_class = ? and {" and ".join(f"{k} is ?" for k in store.PARITY_GROUP_INDEX[1:-1])}
+order by session_id limit {LISTED}
+"""
+
+#: The parity detail and the budget of a group's first session.
+FIRSTS_SQL = """
+select p.session_id, p.parity_detail, s.budget
 from session_parity p join sessions s on s.session_id = p.session_id
-where p.task_class = ?
-order by p.session_id
+where p.session_id in ({marks})
 """
 
 UNKNOWN_VENDOR_SQL = """
@@ -168,7 +185,7 @@ def _judge(
     for cls in sorted(classes):
         for table in ("cap_coverage", "task_classes"):
             conn.execute(f"DELETE FROM [{table}] WHERE task_class = ?", (cls,))
-        groups = group(conn.execute(FACTS_SQL, (cls,)))
+        groups = stored_groups(conn, cls)
         if not groups:
             continue  # its last session left the database
         covered = coverage(cls, groups)
@@ -177,6 +194,24 @@ def _judge(
         store.replace_all(conn, "cap_coverage", part.coverage, keep=True)
         store.replace_all(conn, "task_classes", part.classes, keep=True)
         yield part
+
+
+def stored_groups(conn: sqlite3.Connection, task_class: str) -> list[Group]:
+    """A class's sessions as :class:`~ledger.verdicts.Group` s, read from its stored parity
+    (what :func:`~ledger.verdicts.group` makes of the sessions themselves, in its order)."""
+    counts = {tuple(row[:-2]): row[-2:] for row in conn.execute(GROUPS_SQL, (task_class,))}
+    firsts: dict[str, tuple[str | None, str | None]] = {}
+    for chunk, marks in _chunks(first for _, first in counts.values()):
+        for session_id, detail, budget in conn.execute(FIRSTS_SQL.format(marks=marks), chunk):
+            firsts[session_id] = (detail, budget)
+    groups = []
+    for key, (count, first) in sorted(counts.items(), key=lambda item: item[1][1]):
+        dialect, _digest, meters, stop_reason, recorded_stop, parity_ = key
+        detail, budget = firsts[first]
+        ids = [i for (i,) in conn.execute(LISTED_SQL, (task_class, *key))]
+        groups.append(Group(dialect, budget, meters, stop_reason, recorded_stop, parity_,
+                            count, ids, detail or ""))
+    return groups
 
 
 def _settle(conn: sqlite3.Connection, settings: Settings) -> None:

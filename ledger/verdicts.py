@@ -237,6 +237,8 @@ def parity(session: Row, tolerance: int = 1) -> dict[str, Any]:
         "tool_call_diff": logged_tools - replayed_tools,
         "tolerance": tolerance,
         "parity_detail": "; ".join(clauses),
+        "meters": session.get("meters"),
+        "budget_digest": session.get("budget_digest"),
     }
 
 

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger import store
+from ledger import store, verdict_store
 from ledger.cli import cli
 from ledger.ingest import ingest
 from tests.helpers import FIXTURES, ROOT, dump
@@ -169,3 +169,32 @@ def test_rows_inserted_by_shape_keep_their_order_within_a_shape() -> None:
     rows = [(3, None, 1), (1, 2, None), (2, None, 5), (0, 4, None)]
     store._insert_by_shape(conn, "t", ("k", "a", "b"), rows)
     assert [k for (k,) in conn.execute("SELECT k FROM t ORDER BY rowid")] == [3, 2, 1, 0]
+
+
+def test_migration_007_fills_the_parity_groups_from_the_sessions(sample_db: Path) -> None:
+    """A database judged before 007 has parity rows without meters and budget digest: the
+    migration copies them from the sessions, and the next ingest's verdicts are unchanged."""
+    before = raw(sample_db, "select * from task_classes order by task_class")
+    conn = sqlite3.connect(sample_db)
+    conn.execute("DROP INDEX idx_session_parity_groups")
+    for column in ("meters", "budget_digest"):
+        conn.execute(f"ALTER TABLE session_parity DROP COLUMN {column}")
+    conn.execute("CREATE INDEX idx_session_parity_task_class_session_id "
+                 "ON session_parity (task_class, session_id)")
+    conn.execute("DELETE FROM _migrations WHERE name = '007_parity_groups'")
+    conn.execute("PRAGMA user_version = 6")
+    conn.commit()
+    conn.close()
+
+    store.connect(sample_db).conn.close()
+    assert raw(sample_db, "select p.session_id from session_parity p join sessions s "
+                          "using (session_id) where p.meters is not s.meters "
+                          "or p.budget_digest is not s.budget_digest") == []
+    assert raw(sample_db, "select count(*) from session_parity where meters is null") == [(0,)]
+    indexes = [n for (n,) in raw(sample_db, "select name from pragma_index_list('session_parity')")]
+    assert "idx_session_parity_groups" in indexes
+    assert "idx_session_parity_task_class_session_id" not in indexes
+    db = store.connect(sample_db)  # bugfix judged again from its stored (migrated) parity
+    verdict_store.after_ingest(db, True, {"bf-0001"})
+    db.conn.close()
+    assert raw(sample_db, "select * from task_classes order by task_class") == before
