@@ -37,7 +37,8 @@ def _timed(work: Callable[[], Any]) -> tuple[float, Any]:
 
 
 def raw(args: dict[str, Any]) -> Result:
-    seconds, rows = _timed(lambda: baselines.raw_limit(Path(args["corpus"]), Path(args["db"])))
+    seconds, rows = _timed(lambda: baselines.raw_limit(
+        Path(args["corpus"]), Path(args["db"]), shaped=args.get("shaped", False)))
     return {"seconds": seconds, "events": rows, "parser": baselines.fastest_parser()[0]}
 
 

@@ -325,7 +325,7 @@ def _upsert_values(
 _SESSION = itemgetter(0)  # a steps row's session_id
 
 
-def _insert_by_shape(
+def insert_by_shape(
     conn: sqlite3.Connection, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]
 ) -> None:
     """Insert or replace rows (with distinct keys), binding only the values that are not None.
@@ -380,7 +380,7 @@ def write_batch(
     # The fold numbers a session's steps as it goes, so a stable sort on the session alone
     # gives (session_id, idx) order, for less than comparing pairs.
     if steps:
-        _insert_by_shape(conn, "steps", STEP_COLUMNS, sorted(steps, key=_SESSION))
+        insert_by_shape(conn, "steps", STEP_COLUMNS, sorted(steps, key=_SESSION))
     _upsert(conn, "incidents", incidents)
     if errors:
         columns = list(errors[0])

@@ -158,7 +158,7 @@ def test_rows_inserted_by_shape_are_the_rows_executemany_inserts(rows: list[tupl
     for conn in (plain, shaped):
         conn.execute(ddl)
     plain.executemany("INSERT OR REPLACE INTO t (k, a, b, c) VALUES (?, ?, ?, ?)", rows)
-    store._insert_by_shape(shaped, "t", ("k", "a", "b", "c"), rows)
+    store.insert_by_shape(shaped, "t", ("k", "a", "b", "c"), rows)
     query = "SELECT k, a, b, c, typeof(k), typeof(a), typeof(b), typeof(c) FROM t ORDER BY rowid"
     assert sorted(shaped.execute(query), key=repr) == sorted(plain.execute(query), key=repr)
 
@@ -167,7 +167,7 @@ def test_rows_inserted_by_shape_keep_their_order_within_a_shape() -> None:
     conn = sqlite3.connect(":memory:")
     conn.execute("CREATE TABLE t (k, a, b)")
     rows = [(3, None, 1), (1, 2, None), (2, None, 5), (0, 4, None)]
-    store._insert_by_shape(conn, "t", ("k", "a", "b"), rows)
+    store.insert_by_shape(conn, "t", ("k", "a", "b"), rows)
     assert [k for (k,) in conn.execute("SELECT k FROM t ORDER BY rowid")] == [3, 2, 1, 0]
 
 
