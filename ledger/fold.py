@@ -240,7 +240,8 @@ class Fold:
         if recorded is not None and recorded != CONTINUE:
             session.recorded_stop = recorded
             session.vendor_stop = vendor
-        incidents = self._track_runs(session, event, tool, detail, reason)
+        observed = event.has_observation
+        incidents = self._track_runs(session, event, tool, detail, reason, observed)
         idx = state.events
         if recorded == _UNKNOWN_VENDOR_STOP:
             incidents.append(_incident(session, UNKNOWN_VENDOR, Run(
@@ -258,7 +259,7 @@ class Fold:
             event.tool_calls,
             event.output_tokens,
             None if tool_error is None else int(tool_error),
-            state.last_observation_hash if event.has_observation else None,
+            state.last_observation_hash if observed else None,
             vendor,
             outcome,
             ts,
@@ -285,6 +286,7 @@ class Fold:
         tool: str | None,
         detail: str | None,
         reason: StopReason | None,
+        observed: bool,
     ) -> list[dict[str, Any]]:
         closed: list[dict[str, Any]] = []
         idx = session.state.events
@@ -302,7 +304,7 @@ class Fold:
             closed += _close(_retry_row(session))
             session.retry = None
         # No-progress runs: the same observation hash seen again (events without one skip).
-        if event.has_observation:
+        if observed:
             state = session.state
             run = session.repeat
             if run is not None and state.observation_repeats > 1:

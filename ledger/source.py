@@ -242,7 +242,8 @@ class SourceFold:
             session.task_class = record.task_class
         row, closed = self.fold.step(session, record.event, line, offset)
         self.out.steps.append(row)
-        self.out.incidents.extend(closed)
+        if closed:
+            self.out.incidents.extend(closed)
         self.touched.add(session.session_id)
 
     # -- whole documents ---------------------------------------------------------------------
