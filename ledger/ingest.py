@@ -8,6 +8,7 @@ together. Truncated, replaced or re-budgeted files are read again from the start
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sqlite3
@@ -112,6 +113,25 @@ def task_class_for(path: Path, options: Options) -> str:
     return options.task_class or path.resolve().parent.name
 
 
+@contextmanager
+def rare_young_collections(allocations: int = 100_000) -> Iterator[None]:
+    """Let the cyclic garbage collector's young pass run every ``allocations`` container
+    allocations, not every 700, while ingesting (the older passes keep their pace).
+
+    Every event allocates a few containers (its steps row, lists of incidents) and a batch
+    holds its 20,000 rows until they are written, so at the default pace the collector ran
+    every few events and kept promoting the batch's rows into older generations, which it
+    then walked again: about 5% of ingest's CPU time on the 1M corpus. The fold makes no
+    reference cycles, so nothing waits longer to be freed (peak RSS unchanged).
+    """
+    before = gc.get_threshold()
+    gc.set_threshold(allocations, *before[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
+
+
 class Ingester:
     def __init__(
         self,
@@ -135,18 +155,20 @@ class Ingester:
         self._touched: set[str] = set()
         self._forgot = False
         before = (self.summary.new_files, self.summary.updated_files)
-        try:
-            for path in discover(paths, missing_ok):
-                if self.should_stop():
-                    break
-                try:
-                    self._ingest_file(path)
-                except OSError as exc:  # gone or unreadable since it was listed
-                    self._notice(f"{path}: could not be read ({exc.strerror or exc}); skipped")
-        except BaseException:
-            self._end_transaction("ROLLBACK")
-            raise
-        self._end_transaction("COMMIT")
+        with rare_young_collections():
+            try:
+                for path in discover(paths, missing_ok):
+                    if self.should_stop():
+                        break
+                    try:
+                        self._ingest_file(path)
+                    except OSError as exc:  # gone or unreadable since it was listed
+                        self._notice(
+                            f"{path}: could not be read ({exc.strerror or exc}); skipped")
+            except BaseException:
+                self._end_transaction("ROLLBACK")
+                raise
+            self._end_transaction("COMMIT")
         self.summary.stop_reasons = count_stop_reasons(self.db, self.summary.sessions)
         changed = (self.summary.new_files, self.summary.updated_files) != before
         verdict_store.after_ingest(

@@ -559,3 +559,36 @@ def test_a_source_stored_with_a_relative_path_is_recognised_and_made_absolute(
     summary = ingest(db_path, ["sample_ledgers"])
     assert (summary.new_files, summary.steps, summary.notices) == (0, 0, [])
     assert all(Path(r["path"]).is_absolute() for r in rows(db_path, "select path from sources"))
+
+
+def test_ingest_restores_the_garbage_collectors_pace(
+    samples: Path, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ingest runs the collector's young pass rarely (see rare_young_collections), and puts
+    the pace back afterwards, also when it fails."""
+    import gc
+
+    from ledger import ingest as ingest_module
+
+    before = gc.get_threshold()
+    seen: list[tuple[int, ...]] = []
+    feed_lines = ingest_module.SourceFold.feed_lines
+
+    def watching(fold, lines, max_line):  # type: ignore[no-untyped-def]
+        seen.append(gc.get_threshold())
+        feed_lines(fold, lines, max_line)
+
+    monkeypatch.setattr(ingest_module.SourceFold, "feed_lines", watching)
+    ingest(db_path, [samples])
+    assert seen and all(t[0] == 100_000 for t in seen)
+    assert gc.get_threshold() == before
+
+    def failing(fold, lines, max_line):  # type: ignore[no-untyped-def]
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(ingest_module.SourceFold, "feed_lines", failing)
+    with (samples / "bugfix" / "night-run.jsonl").open("a") as f:
+        f.write('{"session": "x", "type": "round"}\n')
+    with pytest.raises(RuntimeError, match="boom"):
+        ingest(db_path, [samples])
+    assert gc.get_threshold() == before
