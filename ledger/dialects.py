@@ -218,11 +218,20 @@ def _text(obj: dict[str, Any], key: str) -> str | None:
 
 
 def parse_ts(text: str) -> float:
-    """An ISO-8601 timestamp as POSIX seconds; a naive time is taken as UTC."""
+    """An ISO-8601 timestamp as POSIX seconds; a naive time is taken as UTC.
+
+    Python 3.11 reads a ``Z`` suffix itself, except after some basic-format dates
+    (``20240530Z``), which are read as ``+00:00`` as before.
+    """
     try:
-        moment = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)
+        moment = datetime.fromisoformat(text)
     except ValueError:
-        raise RecordError(f"field 'ts' is not an ISO-8601 timestamp: {text!r}") from None
+        try:
+            if text[-1:] != "Z":
+                raise
+            moment = datetime.fromisoformat(text[:-1] + "+00:00")
+        except ValueError:
+            raise RecordError(f"field 'ts' is not an ISO-8601 timestamp: {text!r}") from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return moment.timestamp()

@@ -286,6 +286,44 @@ def test_parse_ts(text, seconds) -> None:
     assert parse_ts(text) == seconds
 
 
+def _parse_ts_before(text: str) -> float | str:
+    """parse_ts as it was before it let Python 3.11 read the Z itself: the reference."""
+    try:
+        moment = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)
+    except ValueError:
+        return "refused"
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+
+
+def _parse_ts_now(text: str) -> float | str:
+    try:
+        return parse_ts(text)
+    except RecordError as exc:
+        assert str(exc) == f"field 'ts' is not an ISO-8601 timestamp: {text!r}"
+        return "refused"
+
+
+_TS_PARTS = st.sampled_from([
+    "2026", "-", "11", "29", "W48", "1", "T", " ", ":", "22", "00", "30", ".", "250", "123456",
+    "Z", "z", "+", "01:00", "0100", "+00:00", "-00:00", "24", "60", "20260530", "T2200", ",",
+    "UTC", "\u0660",
+])
+
+
+@pytest.mark.parametrize("text", [
+    "20240530Z", "2026-11-29Z", "2026-11-29T22Z", "2026-11-29T22:00Z", "Z", "", "ZZ",
+    "2026-11-29T22:00:00zZ", "2026-11-29T22:00:00+01:00Z", "2026-W48-1T22Z", "20261129T220000Z",
+])
+def test_parse_ts_reads_a_z_as_it_always_did(text) -> None:
+    assert _parse_ts_now(text) == _parse_ts_before(text)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(_TS_PARTS, max_size=10).map("".join))
+def test_parse_ts_agrees_with_its_reference_on_any_timestamp_like_text(text) -> None:
+    assert _parse_ts_now(text) == _parse_ts_before(text)
+
+
 # --- trace (seed 000) -------------------------------------------------------------------------
 
 
