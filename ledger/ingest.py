@@ -22,7 +22,7 @@ from typing import Any
 
 import sqlite_utils
 
-from . import store, verdict_store
+from . import rollup, store, verdict_store
 from .budget import Budget
 from .files import DEFAULT_MAX_LINE, FileInfo, discover, read_lines, sha, sniff, tail_hash
 from .fold import Fold, Redactor, Session
@@ -147,6 +147,7 @@ class Ingester:
         self.should_stop = should_stop
         self.summary = Summary()
         self._pending = 0  # lines in the open write transaction (see _unit)
+        self._rollup = rollup.Pending()  # sessions it has taken out of the rollup
 
     def ingest(self, paths: Iterable[str | Path], missing_ok: bool = False) -> Summary:
         """One pass over ``paths``; stops between batches once ``should_stop()`` is true."""
@@ -189,11 +190,13 @@ class Ingester:
         if not conn.in_transaction:
             conn.execute("BEGIN IMMEDIATE")
         conn.execute("SAVEPOINT unit")
+        taken_out = self._rollup.mark()
         try:
             yield conn
         except BaseException:
             conn.execute("ROLLBACK TO unit")
             conn.execute("RELEASE unit")
+            self._rollup.reset(taken_out)
             raise
         conn.execute("RELEASE unit")
         self._pending += lines
@@ -201,14 +204,18 @@ class Ingester:
             self._end_transaction("COMMIT")
 
     def _end_transaction(self, how: str) -> None:
-        if self.db.conn.in_transaction:
-            self.db.conn.execute(how)
+        conn = self.db.conn
+        if conn.in_transaction:
+            if how == "COMMIT":
+                self._rollup.add_back(conn)
+            conn.execute(how)
+        self._rollup = rollup.Pending()
         self._pending = 0
 
     def _forget(self, conn: Any, source_id: str) -> None:
         """Delete what came from a source; the verdicts then need a full recomputation."""
         self._forgot = True
-        store.forget_source(conn, source_id)
+        store.forget_source(conn, source_id, self._rollup)
 
     def _redact(self, text: str) -> tuple[str, int]:
         cleaned, found = redact(text)
@@ -407,6 +414,7 @@ class Ingester:
         unknown = fold.cursor.unknown
         source["unknown_records"] = json.dumps(unknown, sort_keys=True) if unknown else None
         source["ingested_at"] = store.now()
+        self._rollup.take_out(conn, (s.session_id for s in touched))
         store.write_batch(
             conn,
             steps=out.steps,

@@ -14,8 +14,8 @@ scan per request. So the writer keeps ``session_rollup`` in step with ``sessions
 
 A session's contribution is a function of its ``sessions`` row, its stopping ``steps`` row and
 whether it has an ``unknown_vendor`` incident. :func:`apply` adds (``sign=1``) or takes away
-(``sign=-1``) the contributions of some sessions, so the writer takes them away before a batch
-changes those sessions and adds them back after (see ``store.write_batch``). Key columns hold
+(``sign=-1``) the contributions of some sessions, so the writer takes them away before it
+changes those sessions and adds them back before it commits (see :class:`Pending`). Key columns hold
 ``''`` for a missing value, so that the unique index can merge them (SQLite's NULLs never match).
 """
 
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from .budget import GATE, LOOP
@@ -179,6 +179,36 @@ def apply(conn: sqlite3.Connection, session_ids: Sequence[str], sign: int) -> No
         return
     conn.execute(upsert(SOME), {"sign": sign, "ids": json.dumps(list(session_ids))})
     conn.execute(f"DELETE FROM [{TABLE}] WHERE sessions = 0")
+
+
+class Pending:
+    """The sessions whose contributions a write transaction has taken out of the rollup.
+
+    A session's contribution is taken out before the transaction first changes it and added
+    back once, just before the commit, from what the session has become: an ingest that goes
+    on with a few sessions in each of many files applied the rollup twice per file before.
+    Inside the transaction the rollup lacks those sessions; no one else sees it before the
+    commit. ``mark``/``reset`` follow the transaction's savepoints.
+    """
+
+    def __init__(self) -> None:
+        self.out: set[str] = set()
+
+    def take_out(self, conn: sqlite3.Connection, session_ids: Iterable[str]) -> None:
+        new = sorted(set(session_ids) - self.out)
+        apply(conn, new, -1)
+        self.out.update(new)
+
+    def add_back(self, conn: sqlite3.Connection) -> None:
+        apply(conn, sorted(self.out), 1)
+        self.out.clear()
+
+    def mark(self) -> frozenset[str]:
+        return frozenset(self.out)
+
+    def reset(self, mark: frozenset[str]) -> None:
+        """Back to ``mark``: the savepoint it was taken at has been rolled back."""
+        self.out = set(mark)
 
 
 def rebuilt(conn: sqlite3.Connection) -> list[tuple]:

@@ -372,9 +372,8 @@ def write_batch(
     source: dict[str, Any],
 ) -> None:
     """Write one batch (``steps`` rows as :meth:`Fold.step` gives them, values in
-    :data:`STEP_COLUMNS` order). Call inside :func:`immediate`."""
-    changed = [row["session_id"] for row in sessions]
-    rollup.apply(conn, changed, -1)
+    :data:`STEP_COLUMNS` order), inside a write transaction. The sessions' contributions to
+    the rollup must have been taken out first (see :class:`rollup.Pending`)."""
     # In primary-key order: a file interleaves its sessions, and B-tree inserts in key order
     # touch each page once instead of jumping between sessions (about 3 us less per row).
     # The fold numbers a session's steps as it goes, so a stable sort on the session alone
@@ -399,7 +398,6 @@ def write_batch(
         ],
     )
     _upsert(conn, "sources", [source])
-    rollup.apply(conn, changed, 1)
 
 
 def replace_all(
@@ -411,10 +409,11 @@ def replace_all(
     _upsert(conn, table, rows)
 
 
-def forget_source(conn: sqlite3.Connection, source_id: str) -> None:
-    """Delete everything that came from one source (before it is read again from the start)."""
+def forget_source(conn: sqlite3.Connection, source_id: str, pending: rollup.Pending) -> None:
+    """Delete everything that came from one source (before it is read again from the start);
+    its sessions' contributions are taken out of the rollup through ``pending``."""
     sessions = "SELECT session_id FROM sessions WHERE source_id = ?"
-    rollup.apply(conn, [sid for (sid,) in conn.execute(sessions, (source_id,))], -1)
+    pending.take_out(conn, [sid for (sid,) in conn.execute(sessions, (source_id,))])
     conn.execute(f"DELETE FROM incidents WHERE session_id IN ({sessions})", (source_id,))
     conn.execute("DELETE FROM steps WHERE source_id = ?", (source_id,))
     conn.execute("DELETE FROM fold_state WHERE source_id = ?", (source_id,))

@@ -171,3 +171,31 @@ def test_the_migration_fills_the_rollup_of_an_older_database(samples: Path, db_p
     assert isinstance(db, sqlite_utils.Database)
     db.conn.close()
     assert stored(db_path) == expected
+
+
+def test_a_file_that_fails_mid_way_leaves_the_rollup_whole(
+    samples: Path, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its sessions' contributions, taken out of the rollup and then rolled back with its
+    savepoint, are not added back a second time at the commit."""
+    ingest(db_path, [samples])
+    ledger = samples / "bugfix" / "night-run.jsonl"
+    with ledger.open("a") as f:
+        f.write('{"session": "bf-0002", "type": "action", "action": "write"}\n')
+    write_batch = store.write_batch
+
+    def failing(conn, **batch):  # type: ignore[no-untyped-def]
+        if batch["source"]["path"] == str(ledger) and batch["steps"]:
+            raise OSError(5, "Input/output error")  # after the rollup was taken out
+        write_batch(conn, **batch)
+
+    monkeypatch.setattr(store, "write_batch", failing)
+    summary = ingest(db_path, [samples])
+    assert any("could not be read" in n for n in summary.notices)
+    assert_consistent(db_path)
+
+    monkeypatch.setattr(store, "write_batch", write_batch)
+    ingest(db_path, [samples])
+    assert_consistent(db_path)
+    assert rows(db_path, "select events from sessions where session_id = 'bf-0002'") == [
+        {"events": 7}]  # six lines in the samples, and the one appended
