@@ -143,6 +143,21 @@ def fresh(*paths: Path) -> None:
             Path(f"{path}{suffix}").unlink(missing_ok=True)
 
 
+def copy_to_disk(source: Path, target: Path) -> None:
+    """Copy a database and wait until the copy is on disk.
+
+    A fresh copy's pages sit in the page cache, dirty; the first checkpoint of an ingest into
+    it fsyncs the file, which would write the whole copy then and bill the ingest for it (on
+    the 3M database, a 0.55 s incremental ingest was 0.37 s with the copy on disk first).
+    """
+    shutil.copyfile(source, target)
+    fd = os.open(target, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def available(command: list[str]) -> bool:
     """Whether an agent-ledger command exists (its --help exits 0)."""
     proc = subprocess.run([sys.executable, "-m", "ledger", *command, "--help"],
@@ -277,7 +292,7 @@ class Bench:
         runs, appended = [], 0
         for n in range(self.args.repeat):
             fresh(inc)
-            shutil.copyfile(base, inc)
+            copy_to_disk(base, inc)
             appended = generate.append(folder, percent)
             try:
                 runs.append(stage("ingest", {"db": str(inc), "paths": [str(folder)]}))
