@@ -193,22 +193,28 @@ class Pending:
 
     def __init__(self) -> None:
         self.out: set[str] = set()
+        self._order: list[str] = []  # self.out in the order taken out, for reset()
 
     def take_out(self, conn: sqlite3.Connection, session_ids: Iterable[str]) -> None:
         new = sorted(set(session_ids) - self.out)
         apply(conn, new, -1)
         self.out.update(new)
+        self._order += new
 
     def add_back(self, conn: sqlite3.Connection) -> None:
         apply(conn, sorted(self.out), 1)
         self.out.clear()
+        self._order.clear()
 
-    def mark(self) -> frozenset[str]:
-        return frozenset(self.out)
+    def mark(self) -> int:
+        """A point to reset to: how many sessions are out now (no copy, since a transaction
+        of many small files takes a mark per file)."""
+        return len(self._order)
 
-    def reset(self, mark: frozenset[str]) -> None:
+    def reset(self, mark: int) -> None:
         """Back to ``mark``: the savepoint it was taken at has been rolled back."""
-        self.out = set(mark)
+        self.out.difference_update(self._order[mark:])
+        del self._order[mark:]
 
 
 def rebuilt(conn: sqlite3.Connection) -> list[tuple]:
