@@ -288,25 +288,35 @@ class Bench:
                         percent: float) -> tuple[list[Run], int]:
         """``--repeat`` ingests, each into a fresh copy of ``base`` after ``percent`` % more
         events were appended to ``folder`` (cut back after each run); and the bytes appended."""
-        inc = self.work / "incremental.db"
         runs, appended = [], 0
         for n in range(self.args.repeat):
-            fresh(inc)
-            copy_to_disk(base, inc)
-            appended = generate.append(folder, percent)
-            try:
-                runs.append(stage("ingest", {"db": str(inc), "paths": [str(folder)]}))
-            finally:
-                generate.restore(folder, manifest)
-            log(f"  {percent:.3g}% more, run {n + 1}: {runs[-1].result['seconds']:.2f} s")
-        fresh(inc)
+            run, appended = self.appended_run(base, folder, manifest, percent)
+            runs.append(run)
+            log(f"  {percent:.3g}% more, run {n + 1}: {run.result['seconds']:.2f} s")
         return runs, appended
+
+    def appended_run(self, base: Path, folder: Path, manifest: generate.Manifest,
+                     percent: float) -> tuple[Run, int]:
+        """One ingest into a fresh copy of ``base`` (on disk before it starts) after
+        ``percent`` % more events were appended to ``folder``; and the bytes appended."""
+        inc = self.work / "incremental.db"
+        fresh(inc)
+        copy_to_disk(base, inc)
+        appended = generate.append(folder, percent)
+        try:
+            run = stage("ingest", {"db": str(inc), "paths": [str(folder)]})
+        finally:
+            generate.restore(folder, manifest)
+            fresh(inc)
+        return run, appended
 
     def rss_scaling(self) -> None:
         """Peak RSS of a full ingest as the input grows; then, into each of those databases,
         the same ``--grow-events`` events appended: what an incremental ingest costs as the
-        database grows."""
+        database grows. The appended ingests take turns between the sizes (``--grow-repeat``
+        rounds), so that a drift in the machine's speed falls on every size alike."""
         grow = self.args.grow_events
+        bases = []
         for events in self.args.rss_sizes:
             folder, manifest = corpus(self.args.data, events, self.args.seed)
             db = self.work / f"rss-{events}.db"
@@ -314,14 +324,24 @@ class Bench:
             run = stage("ingest", {"db": str(db), "paths": [str(folder)]})
             figure = Figure(f"ingest {events:,}", [run], run.result["events"], manifest.bytes)
             self.rss.append((events, figure))
-            if grow:
-                log(f"{grow:,} events more into the database of {events:,}")
-                runs, appended = self.appended_ingest(db, folder, manifest, grow / events * 100)
+            bases.append((events, db, folder, manifest))
+        runs: dict[int, list[Run]] = {events: [] for events, *_ in bases}
+        appended: dict[int, int] = {}
+        for n in range(self.args.grow_repeat if grow else 0):
+            for events, db, folder, manifest in bases:
+                run, appended[events] = self.appended_run(db, folder, manifest,
+                                                          grow / events * 100)
+                runs[events].append(run)
+                log(f"  {grow:,} events more into the database of {events:,}, run {n + 1}: "
+                    f"{run.result['seconds']:.2f} s")
+        for events, *_ in bases:
+            if runs[events]:
                 self.grown.append((events, Figure(
-                    f"incremental into {events:,}", runs, runs[0].result["events"], appended,
+                    f"incremental into {events:,}", runs[events],
+                    runs[events][0].result["events"], appended[events],
                     f"{grow:,} events appended over the JSONL files, into the database of "
                     f"{events:,}")))
-            fresh(db)
+        fresh(*(db for _, db, *_ in bases))
 
     def add(self, name: str, runs: list[Run], events: int | None = None,
             size: int | None = None, note: str = "") -> None:
@@ -543,6 +563,8 @@ def main() -> None:
                         help="corpus sizes for the peak-RSS scaling stage")
     parser.add_argument("--grow-events", type=int, default=10_000,
                         help="events appended into each database of --rss-sizes (0: none)")
+    parser.add_argument("--grow-repeat", type=int, default=5,
+                        help="rounds of those appended ingests, taking turns between sizes")
     parser.add_argument("--skip", action="append", default=[], choices=STAGES)
     parser.add_argument("--data", type=Path, default=HERE / "data",
                         help="where corpora are generated and kept (default bench/data)")
