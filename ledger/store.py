@@ -255,6 +255,20 @@ PARITY_GROUP_INDEX = (
 )
 
 
+def _m008_parity_group_counts(db: sqlite_utils.Database) -> None:
+    """How many sessions each group of a class holds (the groups a verdict reads, see
+    ``verdicts.Group``), kept up to date as parity rows are written: a class is judged from
+    its few dozen groups, not from a scan of its sessions, so what an ingest costs does not
+    grow with the database."""
+    group = PARITY_GROUP_INDEX[:-1]
+    db["parity_groups"].create({**{column: str for column in group}, "sessions": int})
+    db["parity_groups"].create_index(["task_class"])
+    db.conn.execute(
+        f"INSERT INTO parity_groups SELECT {', '.join(group)}, count(*) FROM session_parity "
+        f"GROUP BY {', '.join(group)}"
+    )
+
+
 #: Ordered and append-only: never edit a migration that has shipped, add a new one.
 MIGRATIONS: Sequence[tuple[str, Migration]] = (
     ("001_initial", _m001_initial),
@@ -264,6 +278,7 @@ MIGRATIONS: Sequence[tuple[str, Migration]] = (
     ("005_dashboard", _m005_dashboard),
     ("006_class_parity_index", _m006_class_parity_index),
     ("007_parity_groups", _m007_parity_groups),
+    ("008_parity_group_counts", _m008_parity_group_counts),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -11,9 +11,10 @@ the cost follows what the ingest added, not the size of the database. ``agent-le
 from __future__ import annotations
 
 import sqlite3
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 from itertools import islice
+from operator import itemgetter
 from typing import Any
 
 import sqlite_utils
@@ -45,21 +46,33 @@ left join steps st on st.session_id = s.session_id and st.idx = s.stop_at
 
 #: What tells a class's sessions apart for its verdict, as ``session_parity`` holds it: the
 #: columns of ``store.PARITY_GROUP_INDEX`` between the class and the session.
-_GROUP_KEY = ", ".join(store.PARITY_GROUP_INDEX[1:-1])
+_GROUP_KEY = store.PARITY_GROUP_INDEX[1:-1]
 
-#: A class's groups: how many sessions each, and the first (all from one index range).
-GROUPS_SQL = f"""
-select {_GROUP_KEY}, count(*), min(session_id) from session_parity
-where task_class = ? group by {_GROUP_KEY}
-"""
+#: A session's group: its class and what tells it apart (the columns ``parity_groups`` counts
+#: sessions by).
+_GROUP = ("task_class", *_GROUP_KEY)
+_group_of = itemgetter(*_GROUP)
 
-#: The first ids of one group of a class, as many as a verdict names (a range of the same
-#: index: ``IS`` matches the NULLs a key may hold).
+#: A class's groups and how many sessions each holds (kept up to date by :func:`_check`).
+GROUPS_SQL = f"select {', '.join(_GROUP_KEY)}, sessions from parity_groups where task_class = ?"
+
+#: The first ids of one group of a class, as many as a verdict names (a range of the
+#: parity index: ``IS`` matches the NULLs a key may hold).
+_IN_GROUP = "task_class = ? and " + " and ".join(f"{k} is ?" for k in _GROUP_KEY)
 LISTED_SQL = f"""
-select session_id from session_parity
-where task_class = ? and {" and ".join(f"{k} is ?" for k in store.PARITY_GROUP_INDEX[1:-1])}
+select session_id from session_parity where {_IN_GROUP}
 order by session_id limit {LISTED}
 """
+
+#: The groups some sessions are in, as their stored parity has it (before it is replaced).
+_GROUPS_OF_SQL = f"select {', '.join(_GROUP)} from session_parity where session_id in ({{marks}})"
+
+_MOVE_SQL = f"update parity_groups set sessions = sessions + ? where {_IN_GROUP}"
+_NEW_GROUP_SQL = (
+    f"insert into parity_groups ({', '.join(_GROUP)}, sessions) "
+    f"values ({', '.join('?' for _ in _GROUP)}, ?)"
+)
+_EMPTY_SQL = f"delete from parity_groups where {_IN_GROUP} and sessions <= 0"
 
 #: The parity detail and the budget of a group's first session.
 FIRSTS_SQL = """
@@ -117,7 +130,7 @@ def _recompute(conn: sqlite3.Connection, settings: Settings, keep: bool) -> Verd
     """Rewrite the verdict tables whole; ``keep``: return every row (else none, so memory
     holds a chunk of sessions and one class's groups, whatever the size of the database)."""
     verdicts = Verdicts(settings)
-    for table in ("session_parity", "cap_coverage", "task_classes"):
+    for table in ("session_parity", "parity_groups", "cap_coverage", "task_classes"):
         store.replace_all(conn, table, [])
     sessions = conn.execute(SESSIONS_SQL)
     classes = _check(conn, settings, sessions, verdicts.parity if keep else None)
@@ -148,9 +161,6 @@ def after_ingest(
             return
         classes: set[str] = set()
         for chunk, marks in _chunks(touched):
-            classes.update(cls for (cls,) in conn.execute(
-                f"SELECT task_class FROM session_parity WHERE session_id IN ({marks})", chunk
-            ))  # where they were: a class a session left is judged again too
             cursor = conn.execute(SESSIONS_SQL + f"where s.session_id in ({marks})", chunk)
             classes.update(_check(conn, settings, cursor))
         for _ in _judge(conn, settings, classes):
@@ -163,15 +173,34 @@ def _check(
     into: list[dict[str, Any]] | None = None,
 ) -> set[str]:
     """Check and store the parity of ``sessions`` (rows of :data:`SESSIONS_SQL`), a chunk at a
-    time; returns their task classes, and adds the rows to ``into`` if given."""
+    time, and move them between the counted groups; returns the task classes they were and
+    are in (a class a session left is judged again too), and adds the rows to ``into``."""
     classes: set[str] = set()
     checked = (parity(session, settings.tolerance) for session in _dicts(sessions))
     while chunk := list(islice(checked, CHUNK)):
+        moves: Counter[tuple[Any, ...]] = Counter()
+        ids = [row["session_id"] for row in chunk]
+        marks = ", ".join("?" for _ in ids)
+        for group in conn.execute(_GROUPS_OF_SQL.format(marks=marks), ids):
+            moves[group] -= 1
         store.replace_all(conn, "session_parity", chunk, keep=True)
-        classes.update(p["task_class"] for p in chunk)
+        moves.update(map(_group_of, chunk))
+        _count(conn, moves)
+        classes.update(group[0] for group in moves)
         if into is not None:
             into += chunk
     return classes
+
+
+def _count(conn: sqlite3.Connection, moves: Counter[tuple[Any, ...]]) -> None:
+    """Add to each group's count of sessions what it gained or lost; drop emptied groups."""
+    for group, change in moves.items():
+        if change == 0:
+            continue
+        if conn.execute(_MOVE_SQL, (change, *group)).rowcount == 0:
+            conn.execute(_NEW_GROUP_SQL, (*group, change))
+        elif change < 0:
+            conn.execute(_EMPTY_SQL, group)
 
 
 def _judge(
@@ -197,18 +226,21 @@ def _judge(
 
 
 def stored_groups(conn: sqlite3.Connection, task_class: str) -> list[Group]:
-    """A class's sessions as :class:`~ledger.verdicts.Group` s, read from its stored parity
-    (what :func:`~ledger.verdicts.group` makes of the sessions themselves, in its order)."""
-    counts = {tuple(row[:-2]): row[-2:] for row in conn.execute(GROUPS_SQL, (task_class,))}
+    """A class's sessions as :class:`~ledger.verdicts.Group` s, read from its group counts
+    and stored parity (what :func:`~ledger.verdicts.group` makes of the sessions themselves,
+    in its order: by each group's first session)."""
+    listed = [
+        (key, count, [i for (i,) in conn.execute(LISTED_SQL, (task_class, *key))])
+        for *key, count in conn.execute(GROUPS_SQL, (task_class,)).fetchall()
+    ]
     firsts: dict[str, tuple[str | None, str | None]] = {}
-    for chunk, marks in _chunks(first for _, first in counts.values()):
+    for chunk, marks in _chunks(ids[0] for _, _, ids in listed):
         for session_id, detail, budget in conn.execute(FIRSTS_SQL.format(marks=marks), chunk):
             firsts[session_id] = (detail, budget)
     groups = []
-    for key, (count, first) in sorted(counts.items(), key=lambda item: item[1][1]):
+    for key, count, ids in sorted(listed, key=lambda group: group[2][0]):
         dialect, _digest, meters, stop_reason, recorded_stop, parity_ = key
-        detail, budget = firsts[first]
-        ids = [i for (i,) in conn.execute(LISTED_SQL, (task_class, *key))]
+        detail, budget = firsts[ids[0]]
         groups.append(Group(dialect, budget, meters, stop_reason, recorded_stop, parity_,
                             count, ids, detail or ""))
     return groups

@@ -198,3 +198,23 @@ def test_migration_007_fills_the_parity_groups_from_the_sessions(sample_db: Path
     verdict_store.after_ingest(db, True, {"bf-0001"})
     db.conn.close()
     assert raw(sample_db, "select * from task_classes order by task_class") == before
+
+
+def test_migration_008_counts_the_sessions_of_each_parity_group(sample_db: Path) -> None:
+    """A database judged before 008 has no group counts: the migration counts its stored
+    parity, and the next ingest's verdicts are unchanged."""
+    from tests.test_verdict_store import assert_counts_are_the_stored_groups
+
+    before = raw(sample_db, "select * from task_classes order by task_class")
+    conn = sqlite3.connect(sample_db)
+    conn.execute("DROP TABLE parity_groups")
+    conn.execute("DELETE FROM _migrations WHERE name = '008_parity_group_counts'")
+    conn.execute("PRAGMA user_version = 7")
+    conn.commit()
+    conn.close()
+
+    db = store.connect(sample_db)  # bugfix judged again from the migrated counts
+    verdict_store.after_ingest(db, True, {"bf-0001"})
+    db.conn.close()
+    assert_counts_are_the_stored_groups(sample_db)
+    assert raw(sample_db, "select * from task_classes order by task_class") == before

@@ -177,6 +177,8 @@ def test_sessions_that_leave_the_database_leave_the_verdicts(
     write_jsonl(ledger, well_instrumented("ty-9"))
     ingest(db_path, [ledger])
     assert [r["session_id"] for r in rows(db_path, "select * from session_parity")] == ["ty-9"]
+    assert rows(db_path, "select sum(sessions) as n from parity_groups") == [{"n": 1}]
+    assert_counts_are_the_stored_groups(db_path)
 
 
 def test_compute_from_writes_nothing(sample_db: Path) -> None:
@@ -281,6 +283,7 @@ def test_after_any_ingest_the_verdicts_equal_a_full_recomputation(
         db.conn.close()
         assert _verdict_tables(full) == incremental
         assert _computed_tables(db_path) == incremental
+        assert_counts_are_the_stored_groups(db_path)
 
 
 def _computed_tables(db_path: Path) -> dict[str, list[dict[str, Any]]]:
@@ -304,14 +307,38 @@ def _verdict_tables_columns(db_path: Path, table: str) -> list[str]:
     return [r["name"] for r in rows(db_path, f"pragma table_info({table})")]
 
 
-def test_a_class_is_read_from_its_stored_parity_as_one_index_range(sample_db: Path) -> None:
-    """The reads after every ingest that touches a class: its groups and their first ids come
-    from one index (covering: no table row, no join), with no scan and no sort."""
-    for sql in (verdict_store.GROUPS_SQL, verdict_store.LISTED_SQL):
+def test_a_class_is_read_from_its_group_counts_and_one_index_range(sample_db: Path) -> None:
+    """The reads after every ingest that touches a class: its groups from their counts, each
+    group's first ids from one index (covering: no table row, no join); no scan, no sort."""
+    for sql, index in ((verdict_store.GROUPS_SQL, "INDEX idx_parity_groups_task_class"),
+                       (verdict_store.LISTED_SQL, "COVERING INDEX idx_session_parity_groups")):
         plan = [row["detail"] for row in rows(
             sample_db, "explain query plan " + sql.replace("?", "'bugfix'"))]
-        assert any("USING COVERING INDEX idx_session_parity_groups" in p for p in plan), plan
-        assert not any(p.startswith("SCAN") and "subquery" not in p for p in plan), plan
+        assert any(p.startswith("SEARCH") and f"USING {index} " in p for p in plan), plan
+        assert not any(p.startswith("SCAN") for p in plan), plan
         assert not any("TEMP B-TREE" in p for p in plan), plan
 
 
+def test_a_session_moving_between_groups_moves_its_count(sample_db: Path) -> None:
+    """A session whose parity row changes group leaves one count and joins another; a group
+    left without sessions is gone."""
+    db = store.connect(sample_db)
+    conn = db.conn
+    session = conn.execute("select session_id from session_parity limit 1").fetchone()[0]
+    conn.execute("update sessions set task_class = 'moved-away' where session_id = ?",
+                 (session,))
+    verdict_store.after_ingest(db, True, {session})
+    db.conn.close()
+    assert_counts_are_the_stored_groups(sample_db)
+    assert rows(sample_db, "select sessions from parity_groups "
+                           "where task_class = 'moved-away'") == [{"sessions": 1}]
+
+
+def assert_counts_are_the_stored_groups(db_path: Path) -> None:
+    """``parity_groups`` holds what grouping the stored parity would give, no more, no less."""
+    group = ", ".join(store.PARITY_GROUP_INDEX[:-1])
+    counted = rows(db_path, f"select {group}, sessions from parity_groups order by {group}")
+    grouped = rows(db_path, f"select {group}, count(*) as sessions from session_parity "
+                            f"group by {group} order by {group}")
+    assert counted == grouped
+    assert counted  # the samples are judged
