@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -31,7 +32,7 @@ def connect(path: str | Path) -> sqlite_utils.Database:
     """Open (creating if needed) a ledger database, migrated to the current schema."""
     conn = sqlite3.connect(str(path), isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    conn.execute("PRAGMA journal_mode = WAL")
+    use_wal(conn)
     conn.execute("PRAGMA synchronous = NORMAL")
     # Deleted rows (a file read again) are overwritten, not left in free pages: a database
     # written before redaction covered some field keeps no trace of it once re-folded.
@@ -39,6 +40,24 @@ def connect(path: str | Path) -> sqlite_utils.Database:
     db = sqlite_utils.Database(conn)
     migrate(db)
     return db
+
+
+def use_wal(conn: sqlite3.Connection, timeout_s: float = BUSY_TIMEOUT_MS / 1000) -> None:
+    """Switch the database to WAL, waiting as long as for any lock.
+
+    Processes that open a new database at once (two ingests started together) may all hold
+    a read lock on it and all want the write lock that the switch takes: SQLite refuses all
+    but one of them at once, without waiting (a deadlock, not a busy lock), so the refused
+    try again."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode != sqlite3.SQLITE_BUSY or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.005)
 
 
 @contextmanager

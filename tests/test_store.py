@@ -7,9 +7,12 @@ last version before migration 002), from its own checkout:
 
 from __future__ import annotations
 
+import multiprocessing
 import shutil
 import sqlite3
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -19,7 +22,7 @@ from hypothesis import strategies as st
 from ledger import store, verdict_store
 from ledger.cli import cli
 from ledger.ingest import ingest
-from tests.helpers import FIXTURES, ROOT, dump
+from tests.helpers import FIXTURES, ROOT, dump, scratch_dir
 
 OLD = FIXTURES / "schema-001.db"
 
@@ -137,6 +140,52 @@ def test_a_new_database_records_its_version(db_path: Path) -> None:
     store.connect(db_path).conn.close()
     assert raw(db_path, "pragma user_version") == [(store.SCHEMA_VERSION,)]
     assert raw(db_path, "pragma journal_mode") == [("wal",)]
+
+
+def _open_at_once(path: Path, start: Any, answers: Any) -> None:
+    start.wait()
+    try:
+        store.connect(path).conn.close()
+        answers.put("ok")
+    except sqlite3.Error as exc:
+        answers.put(repr(exc))
+
+
+def test_processes_opening_a_new_database_at_once_all_get_it() -> None:
+    """Two ingests started together on a new database both switch it to WAL; SQLite refuses
+    one of two processes that try at the same moment without waiting (before they tried
+    again, 5-13% of the processes here failed with "database is locked"), so the refused one
+    tries again."""
+    context = multiprocessing.get_context("fork")
+    answers = []
+    with scratch_dir() as tmp:
+        for n in range(25):
+            start, queue = context.Barrier(4), context.Queue()
+            processes = [context.Process(target=_open_at_once,
+                                         args=(Path(tmp) / f"new-{n}.db", start, queue))
+                         for _ in range(4)]
+            for process in processes:
+                process.start()
+            answers += [queue.get(timeout=60) for _ in processes]
+            for process in processes:
+                process.join()
+    assert answers == ["ok"] * 100
+
+
+def test_switching_to_wal_gives_up_after_the_timeout(db_path: Path) -> None:
+    holder = sqlite3.connect(db_path, isolation_level=None)
+    holder.execute("CREATE TABLE t (a)")
+    holder.execute("BEGIN EXCLUSIVE")
+    other = sqlite3.connect(db_path, isolation_level=None, timeout=0)
+    try:
+        started = time.monotonic()
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            store.use_wal(other, timeout_s=0.2)
+        assert 0.2 <= time.monotonic() - started < 5
+    finally:
+        other.close()
+        holder.execute("ROLLBACK")
+        holder.close()
 
 
 # --- inserting rows by shape ------------------------------------------------------------------
