@@ -2,13 +2,13 @@
 
 * :func:`raw_limit`: what this machine can do at best: read the same files, parse every record
   with the fastest JSON parser installed, and insert one row per event into a table shaped like
-  ``steps`` (same columns, same primary key, same index) with ``executemany``, one transaction
-  per file, each file's rows in key order, as ingest writes its batches. (In file order the
-  interleaved sessions make B-tree inserts jump from page to page; in one transaction of 1M
-  rows SQLite's 2 MB page cache spills to the WAL again and again. Either makes the "limit"
-  disk-bound and slower than ingest itself: 54.6 s and 25.2 s of wall-clock time for 11.4 s of
-  CPU, against ingest's 20.7 s.) No fold, no redaction, no hashing, no sessions: only read,
-  parse and insert.
+  ``steps`` (same 25 columns, same primary key, ``WITHOUT ROWID``) with ``executemany``, one
+  transaction per file, each file's rows in key order, as ingest writes its batches. (In file
+  order the interleaved sessions make B-tree inserts jump from page to page; in one
+  transaction of 1M rows SQLite's 2 MB page cache spills to the WAL again and again. Either
+  makes the "limit" disk-bound and slower than ingest itself: 54.6 s and 25.2 s of wall-clock
+  time for 11.4 s of CPU, against ingest's 20.7 s.) No fold, no redaction, no hashing, no
+  sessions: only read, parse and insert.
 * :func:`sqlite_utils_lines`: the input of the user's alternative, ``sqlite-utils insert DB
   steps FILE --nl``: the JSONL records of the corpus in one file (lines sqlite-utils would
   crash on are left out, since it stops at the first one; traces are one document per file
@@ -32,16 +32,11 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
+from ledger.fold import STEP_COLUMNS
 from ledger.ingest import rare_young_collections
 from ledger.store import insert_by_shape
 
-COLUMNS = (
-    "session_id", "idx", "action", "tool", "detail", "tool_calls", "output_tokens",
-    "tool_error", "observation_hash", "vendor_stop", "outcome", "ts", "elapsed_s",
-    "total_rounds", "total_steps", "total_tool_calls", "total_output_tokens",
-    "consecutive_errors", "total_writes", "stop_reason", "after_stop", "source_id",
-    "source_line", "source_offset",
-)
+COLUMNS = STEP_COLUMNS  # the raw limit's rows below are in this order
 
 
 def fastest_parser() -> tuple[str, Callable[[bytes], Any]]:
@@ -102,9 +97,8 @@ def _raw_limit(
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute(
-        f"CREATE TABLE steps ({', '.join(COLUMNS)}, PRIMARY KEY (session_id, idx))"
+        f"CREATE TABLE steps ({', '.join(COLUMNS)}, PRIMARY KEY (session_id, idx)) WITHOUT ROWID"
     )
-    conn.execute("CREATE INDEX idx_steps_source_id ON steps (source_id)")
     sql = f"INSERT INTO steps VALUES ({', '.join('?' for _ in COLUMNS)})"
     count = 0
     for source, path in enumerate(ledger_files(corpus)):
@@ -120,7 +114,7 @@ def _raw_limit(
                 get("detail"), len(calls) if isinstance(calls, list) else calls,
                 get("output_tokens"), get("tool_error"), None, get("vendor_stop"),
                 get("outcome"), get("ts"), get("elapsed_s"), None, get("step"), None, None,
-                None, get("writes"), None, 0, source_id, line, offset,
+                None, get("writes"), None, 0, source_id, line, offset, 0,
             ))
         rows.sort(key=_KEY)  # key order, as ingest writes its batches
         conn.execute("BEGIN")  # one transaction per file, as ingest commits per batch

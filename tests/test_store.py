@@ -142,6 +142,18 @@ def test_a_new_database_records_its_version(db_path: Path) -> None:
     assert raw(db_path, "pragma journal_mode") == [("wal",)]
 
 
+def test_steps_are_stored_in_session_order_with_no_other_index(old_db: Path) -> None:
+    """Migration 009: a step is written into one B-tree, its primary key's (a source's steps
+    are found through its sessions), in a new database and in a migrated one alike."""
+    store.connect(old_db).conn.close()
+    (sql,) = raw(old_db, "select sql from sqlite_master where name = 'steps'")[0]
+    assert sql.endswith("WITHOUT ROWID")
+    assert [origin for (origin,) in raw(old_db, "select origin from pragma_index_list('steps')")
+            ] == ["pk"]
+    assert raw(old_db, "select name from pragma_index_info('sqlite_autoindex_steps_1')") == [
+        ("session_id",), ("idx",)]
+
+
 def _open_at_once(path: Path, start: Any, answers: Any) -> None:
     start.wait()
     try:
