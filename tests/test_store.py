@@ -200,7 +200,7 @@ def test_switching_to_wal_gives_up_after_the_timeout(db_path: Path) -> None:
         holder.close()
 
 
-# --- inserting rows by shape ------------------------------------------------------------------
+# --- binding None ------------------------------------------------------------------------------
 
 _VALUES = st.one_of(
     st.none(), st.integers(-(2**63), 2**63 - 1), st.floats(allow_nan=False), st.text(),
@@ -212,24 +212,26 @@ _VALUES = st.one_of(
     st.lists(st.tuples(_VALUES, _VALUES, _VALUES, _VALUES), max_size=40, unique_by=lambda r: r[0])
 )
 @settings(max_examples=300, deadline=None)
-def test_rows_inserted_by_shape_are_the_rows_executemany_inserts(rows: list[tuple]) -> None:
-    """NULL written into the statement stores what binding None stores, for any mix of None."""
+def test_none_bound_directly_stores_what_a_null_in_the_statement_stores(rows: list[tuple]) -> None:
+    """With None's adapter registered, executemany stores exactly the rows that statements
+    with NULL written in (binding no None at all) store, for any mix of values."""
+    store.bind_none_directly()
     ddl = "CREATE TABLE t (k PRIMARY KEY, a, b INTEGER DEFAULT 7, c TEXT)"
-    plain, shaped = sqlite3.connect(":memory:"), sqlite3.connect(":memory:")
-    for conn in (plain, shaped):
+    bound, literal = sqlite3.connect(":memory:"), sqlite3.connect(":memory:")
+    for conn in (bound, literal):
         conn.execute(ddl)
-    plain.executemany("INSERT OR REPLACE INTO t (k, a, b, c) VALUES (?, ?, ?, ?)", rows)
-    store.insert_by_shape(shaped, "t", ("k", "a", "b", "c"), rows)
+    bound.executemany("INSERT OR REPLACE INTO t (k, a, b, c) VALUES (?, ?, ?, ?)", rows)
+    for row in rows:
+        marks = ", ".join("NULL" if value is None else "?" for value in row)
+        literal.execute(f"INSERT OR REPLACE INTO t (k, a, b, c) VALUES ({marks})",
+                        [value for value in row if value is not None])
     query = "SELECT k, a, b, c, typeof(k), typeof(a), typeof(b), typeof(c) FROM t ORDER BY rowid"
-    assert sorted(shaped.execute(query), key=repr) == sorted(plain.execute(query), key=repr)
+    assert list(bound.execute(query)) == list(literal.execute(query))
 
 
-def test_rows_inserted_by_shape_keep_their_order_within_a_shape() -> None:
-    conn = sqlite3.connect(":memory:")
-    conn.execute("CREATE TABLE t (k, a, b)")
-    rows = [(3, None, 1), (1, 2, None), (2, None, 5), (0, 4, None)]
-    store.insert_by_shape(conn, "t", ("k", "a", "b"), rows)
-    assert [k for (k,) in conn.execute("SELECT k FROM t ORDER BY rowid")] == [3, 2, 1, 0]
+def test_opening_a_database_registers_none_s_adapter(db_path: Path) -> None:
+    store.connect(db_path).conn.close()
+    assert sqlite3.adapters[(type(None), sqlite3.PrepareProtocol)] is store._itself
 
 
 def test_migration_007_fills_the_parity_groups_from_the_sessions(sample_db: Path) -> None:
