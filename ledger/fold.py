@@ -169,6 +169,7 @@ class Fold:
         self.vendor_map = vendor_map
         self.redact = redact
         self._redacted: dict[str, tuple[str, int]] = {}
+        self.redactions = 0  # secrets redacted in all the text it gave out to be stored
         self._machines = {
             fam: Machine(budget, fam, vendor_map)
             for fam in {families_for(d) for d in ("native", TRACE, GATE_DIALECT)}
@@ -192,9 +193,18 @@ class Fold:
                     self._redacted.clear()
                 self._redacted[text] = known
         cleaned, found = known
-        session.redactions += found
+        if found:
+            session.redactions += found
+            self.redactions += found
         if len(cleaned) > limit:
             cleaned = cleaned[: limit - 1] + "…"
+        return cleaned
+
+    def redact_aside(self, text: str) -> str:
+        """Redact a text that is stored apart from any session (a line put aside, its
+        reason), counting its secrets."""
+        cleaned, found = self.redact(text)
+        self.redactions += found
         return cleaned
 
     def step(

@@ -25,7 +25,7 @@ import sqlite_utils
 from . import rollup, store, verdict_store
 from .budget import Budget
 from .files import DEFAULT_MAX_LINE, FileInfo, discover, read_lines, sha, sniff, tail_hash
-from .fold import Fold, Redactor, Session
+from .fold import Fold, Session
 from .importers import DOCUMENTS
 from .redact import redact
 from .source import Cursor, SourceFold
@@ -58,8 +58,8 @@ class Options:
         }
         return sha(json.dumps(settings, sort_keys=True).encode())[:16]
 
-    def make_fold(self, redactor: Redactor = redact) -> Fold:
-        return Fold(self.budget, self.vendor_map, redactor)
+    def make_fold(self) -> Fold:
+        return Fold(self.budget, self.vendor_map, redact)
 
 
 @dataclass
@@ -142,7 +142,7 @@ class Ingester:
     ) -> None:
         self.db = db
         self.options = options or Options()
-        self.fold = self.options.make_fold(self._redact)
+        self.fold = self.options.make_fold()
         self.progress = progress or (lambda _n: None)
         self.should_stop = should_stop
         self.summary = Summary()
@@ -170,6 +170,7 @@ class Ingester:
                 self._end_transaction("ROLLBACK")
                 raise
             self._end_transaction("COMMIT")
+        self.summary.redactions = self.fold.redactions  # one fold for every pass
         self.summary.stop_reasons = count_stop_reasons(self.db, self.summary.sessions)
         changed = (self.summary.new_files, self.summary.updated_files) != before
         verdict_store.after_ingest(
@@ -216,11 +217,6 @@ class Ingester:
         """Delete what came from a source; the verdicts then need a full recomputation."""
         self._forgot = True
         store.forget_source(conn, source_id, self._rollup)
-
-    def _redact(self, text: str) -> tuple[str, int]:
-        cleaned, found = redact(text)
-        self.summary.redactions += found
-        return cleaned, found
 
     def _ingest_file(self, path: Path) -> None:
         self.summary.files += 1

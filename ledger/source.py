@@ -170,8 +170,8 @@ class SourceFold:
         cut = len(raw) > RAW_WINDOW
         if cut:  # a secret cut in two would not be recognised: drop the cut token
             text = _CUT_TOKEN.sub("", text)
-        text = _shorten(self.fold.redact(text)[0], RAW_MAX, cut)
-        reason = _shorten(self.fold.redact(reason)[0], REASON_MAX)  # redacted whole, then cut
+        text = _shorten(self.fold.redact_aside(text), RAW_MAX, cut)
+        reason = _shorten(self.fold.redact_aside(reason), REASON_MAX)  # redacted whole, then cut
         self.out.errors.append(
             {
                 "source_id": self.source_id,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -185,6 +186,23 @@ def test_redactions_are_counted_per_session_and_in_the_summary(
     in_errors = summary.redactions - sum(counts.values())
     assert in_errors >= 5 * len(SECRETS)
     assert ingest(db_path, [ledgers], Options(max_line=5000)).redactions == 0
+
+
+def test_a_secret_repeated_in_short_texts_counts_each_time_in_the_summary_too(
+    tmp_path: Path, db_path: Path, write_jsonl: Callable[..., Path]
+) -> None:
+    """Short texts are redacted once and remembered; every time one is stored, its secrets
+    count, on the session and in the summary alike."""
+    tool = "deploy sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb7cDe0f"
+    ledger = write_jsonl(tmp_path / "runs" / "deploy.jsonl", [
+        {"session": session, "type": "action", "action": "write", "tool": tool}
+        for session in ("d-1", "d-2", "d-1", "d-2", "d-1")
+    ])
+    summary = ingest(db_path, [ledger])
+    counts = {r["session_id"]: r["redactions"] for r in rows(db_path, "select * from sessions")}
+    assert counts == {"d-1": 3, "d-2": 2}
+    assert summary.redactions == 5
+    assert summary.errors == 0
 
 
 def test_observation_hashes_are_taken_before_redaction(tmp_path: Path, monkeypatch) -> None:
