@@ -274,26 +274,25 @@ class Bench:
     def incremental(self, db: Path) -> None:
         """Ingest after ``--append`` % more events, and after ``--append-more`` %: the first
         against a full ingest's cost per MB, the two together for the cost of the bytes
-        alone (the cost of looking at every file is the same in both)."""
+        alone (the cost of looking at every file is the same in both). The two take turns
+        (``--incremental-repeat`` rounds), so that a drift in the machine's speed falls on
+        both alike."""
         base = self.work / "base.db"
         shutil.copyfile(db, base)
-        for name, percent in (("incremental", self.args.append),
-                              ("incremental-more", self.args.append_more)):
-            runs, appended = self.appended_ingest(base, self.corpus, self.manifest, percent)
-            self.add(name, runs, events=runs[0].result["events"], size=appended,
+        kinds = (("incremental", self.args.append), ("incremental-more", self.args.append_more))
+        runs: dict[str, list[Run]] = {name: [] for name, _ in kinds}
+        appended: dict[str, int] = {}
+        for n in range(self.args.incremental_repeat):
+            for name, percent in kinds:
+                run, appended[name] = self.appended_run(base, self.corpus, self.manifest,
+                                                        percent)
+                runs[name].append(run)
+                log(f"  {percent:.3g}% more, run {n + 1}: {run.result['seconds']:.2f} s")
+        for name, percent in kinds:
+            self.add(name, runs[name], events=runs[name][0].result["events"],
+                     size=appended[name],
                      note=f"{percent}% more events appended to every JSONL file")
         fresh(base)
-
-    def appended_ingest(self, base: Path, folder: Path, manifest: generate.Manifest,
-                        percent: float) -> tuple[list[Run], int]:
-        """``--repeat`` ingests, each into a fresh copy of ``base`` after ``percent`` % more
-        events were appended to ``folder`` (cut back after each run); and the bytes appended."""
-        runs, appended = [], 0
-        for n in range(self.args.repeat):
-            run, appended = self.appended_run(base, folder, manifest, percent)
-            runs.append(run)
-            log(f"  {percent:.3g}% more, run {n + 1}: {run.result['seconds']:.2f} s")
-        return runs, appended
 
     def appended_run(self, base: Path, folder: Path, manifest: generate.Manifest,
                      percent: float) -> tuple[Run, int]:
@@ -563,6 +562,8 @@ def main() -> None:
                         help="corpus sizes for the peak-RSS scaling stage")
     parser.add_argument("--grow-events", type=int, default=10_000,
                         help="events appended into each database of --rss-sizes (0: none)")
+    parser.add_argument("--incremental-repeat", type=int, default=5,
+                        help="rounds of the --append and --append-more ingests, taking turns")
     parser.add_argument("--grow-repeat", type=int, default=5,
                         help="rounds of those appended ingests, taking turns between sizes")
     parser.add_argument("--skip", action="append", default=[], choices=STAGES)
