@@ -280,19 +280,29 @@ class Bench:
         base = self.work / "base.db"
         shutil.copyfile(db, base)
         kinds = (("incremental", self.args.append), ("incremental-more", self.args.append_more))
-        runs: dict[str, list[Run]] = {name: [] for name, _ in kinds}
-        appended: dict[str, int] = {}
-        for n in range(self.args.incremental_repeat):
-            for name, percent in kinds:
-                run, appended[name] = self.appended_run(base, self.corpus, self.manifest,
-                                                        percent)
-                runs[name].append(run)
-                log(f"  {percent:.3g}% more, run {n + 1}: {run.result['seconds']:.2f} s")
+        turns = self.take_turns(
+            [(f"{percent:.3g}% more", base, self.corpus, self.manifest, percent)
+             for _, percent in kinds], self.args.incremental_repeat)
         for name, percent in kinds:
-            self.add(name, runs[name], events=runs[name][0].result["events"],
-                     size=appended[name],
+            runs, appended = turns[f"{percent:.3g}% more"]
+            self.add(name, runs, events=runs[0].result["events"], size=appended,
                      note=f"{percent}% more events appended to every JSONL file")
         fresh(base)
+
+    def take_turns(
+        self, plans: list[tuple[str, Path, Path, generate.Manifest, float]], rounds: int
+    ) -> dict[str, tuple[list[Run], int]]:
+        """``rounds`` rounds of appended ingests, one for each plan (label, database, corpus,
+        its manifest, percent appended) in every round, so that a drift in the machine's speed
+        falls on every plan alike; each plan's runs and the bytes appended."""
+        runs: dict[str, list[Run]] = {label: [] for label, *_ in plans}
+        appended: dict[str, int] = {}
+        for n in range(rounds):
+            for label, base, folder, manifest, percent in plans:
+                run, appended[label] = self.appended_run(base, folder, manifest, percent)
+                runs[label].append(run)
+                log(f"  {label}, run {n + 1}: {run.result['seconds']:.2f} s")
+        return {label: (runs[label], appended[label]) for label in appended}
 
     def appended_run(self, base: Path, folder: Path, manifest: generate.Manifest,
                      percent: float) -> tuple[Run, int]:
@@ -324,20 +334,16 @@ class Bench:
             figure = Figure(f"ingest {events:,}", [run], run.result["events"], manifest.bytes)
             self.rss.append((events, figure))
             bases.append((events, db, folder, manifest))
-        runs: dict[int, list[Run]] = {events: [] for events, *_ in bases}
-        appended: dict[int, int] = {}
-        for n in range(self.args.grow_repeat if grow else 0):
-            for events, db, folder, manifest in bases:
-                run, appended[events] = self.appended_run(db, folder, manifest,
-                                                          grow / events * 100)
-                runs[events].append(run)
-                log(f"  {grow:,} events more into the database of {events:,}, run {n + 1}: "
-                    f"{run.result['seconds']:.2f} s")
+        labels = {events: f"{grow:,} events more into the database of {events:,}"
+                  for events, *_ in bases}
+        turns = self.take_turns(
+            [(labels[events], db, folder, manifest, grow / events * 100)
+             for events, db, folder, manifest in bases], self.args.grow_repeat if grow else 0)
         for events, *_ in bases:
-            if runs[events]:
+            if labels[events] in turns:
+                runs, appended = turns[labels[events]]
                 self.grown.append((events, Figure(
-                    f"incremental into {events:,}", runs[events],
-                    runs[events][0].result["events"], appended[events],
+                    f"incremental into {events:,}", runs, runs[0].result["events"], appended,
                     f"{grow:,} events appended over the JSONL files, into the database of "
                     f"{events:,}")))
         fresh(*(db for _, db, *_ in bases))
