@@ -29,6 +29,7 @@ from .dialects import DIALECTS
 from .files import LedgerPathError
 from .importers import IMPORTED
 from .ingest import DEFAULT_BATCH, DEFAULT_INTERVAL, Options, Summary, follow, ingest
+from .parallel import default_jobs
 from .reasons import StopReason
 from .vendors import DEFAULT_VENDOR_MAP, VendorMapError, load_vendor_map
 from .verdicts import (
@@ -185,6 +186,14 @@ def read_budget_file(path: str) -> dict[str, Any]:
     show_default=True,
     help="Seconds between two passes of --follow.",
 )
+@click.option(
+    "--jobs", "-j",
+    type=click.IntRange(min=0),
+    default=default_jobs,
+    show_default="one per CPU, at most 4; none on one CPU",
+    help="Worker processes that fold files never ingested before while this one writes "
+    "(0: fold everything in this process).",
+)
 @click.option("--batch-size", type=click.IntRange(min=1), default=DEFAULT_BATCH, hidden=True)
 def ingest_command(
     db_path: str,
@@ -195,6 +204,7 @@ def ingest_command(
     progress: bool | None,
     follow: bool,
     interval: float,
+    jobs: int,
     batch_size: int,
 ) -> None:
     """Replay ledger files into the SQLite database DB_PATH.
@@ -203,15 +213,19 @@ def ingest_command(
     session is replayed through the budget; sessions, steps, incidents, stop reasons and
     put-aside lines are written. Only new bytes are read on later runs. With --follow, new
     lines are read every --interval seconds until Ctrl-C, which stops after the batch in
-    hand, with everything read so far committed.
+    hand, with everything read so far committed. Files never ingested before are folded by
+    --jobs worker processes while this one writes (when there are 4 MB of them or more);
+    the database is the same either way.
 
     \b
     Example:
         agent-ledger ingest ledger.db sample_ledgers/
         agent-ledger ingest ledger.db runs/ --budget max_rounds=20 --json
         agent-ledger ingest ledger.db runs/ --follow --interval 0.5
+        agent-ledger ingest ledger.db runs/ --jobs 0
     """
     options.batch = batch_size
+    options.jobs = jobs
     show_bar = sys.stderr.isatty() if progress is None else progress
     try:
         if follow:

@@ -7,10 +7,12 @@ carry on later as if it had never stopped.
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from .dialects import (
@@ -34,6 +36,7 @@ REASON_MAX = 300
 RAW_WINDOW = RAW_MAX * 4  # bytes of a record looked at (and redacted) for its raw text
 _CUT_TOKEN = re.compile(r"[A-Za-z0-9_\-+/=.~:@%]+\Z")
 BOM = b"\xef\xbb\xbf"
+_SESSION = itemgetter(0)  # a steps row's session_id
 
 #: Given a native session id, the source that already owns it (None if nobody does).
 OwnerLookup = Callable[[str], "str | None"]
@@ -66,6 +69,18 @@ class Output:
     incidents: list[dict[str, Any]] = field(default_factory=list)
     errors: list[dict[str, Any]] = field(default_factory=list)
     unknown: Counter[str] = field(default_factory=Counter)
+
+
+@dataclass
+class Folded:
+    """What the lines fed since the last take folded into, as the store writes it: the rows,
+    and the touched sessions' rows, resumable state and the cursor. Plain data, so a worker
+    process can fold and hand it to the process that writes (:mod:`ledger.parallel`)."""
+
+    out: Output  # its steps in primary-key order
+    sessions: list[dict[str, Any]]
+    states: list[tuple[str, str, str]]  # session id, source id, resumable state as JSON
+    cursor: dict[str, Any]
 
 
 class SourceFold:
@@ -289,6 +304,22 @@ class SourceFold:
         for session in touched:
             out.incidents.extend(session.open_incidents())
         return out, touched
+
+    def take_folded(self) -> Folded:
+        """:meth:`take`, with the touched sessions as the rows and state the store keeps.
+
+        The steps are put in primary-key order: a file interleaves its sessions, and B-tree
+        inserts in key order touch each page once instead of jumping between sessions (about
+        3 us less a row). The fold numbers a session's steps as it goes, so a stable sort on
+        the session alone gives (session_id, idx) order, for less than comparing pairs."""
+        out, touched = self.take()
+        out.steps.sort(key=_SESSION)
+        return Folded(
+            out,
+            [s.row() for s in touched],
+            [(s.session_id, s.source_id, json.dumps(s.to_resume())) for s in touched],
+            self.cursor.to_dict(),
+        )
 
 
 def _shorten(text: str, limit: int, cut: bool = False) -> str:

@@ -396,7 +396,6 @@ def _upsert_values(
     conn.executemany(sql, values)
 
 
-_SESSION = itemgetter(0)  # a steps row's session_id
 
 
 def write_batch(
@@ -406,18 +405,15 @@ def write_batch(
     incidents: Sequence[dict[str, Any]],
     errors: Sequence[dict[str, Any]],
     sessions: Sequence[dict[str, Any]],
-    states: Sequence[tuple[str, str, dict[str, Any]]],
+    states: Sequence[tuple[str, str, str]],
     source: dict[str, Any],
 ) -> None:
-    """Write one batch (``steps`` rows as :meth:`Fold.step` gives them, values in
-    :data:`STEP_COLUMNS` order), inside a write transaction. The sessions' contributions to
-    the rollup must have been taken out first (see :class:`rollup.Pending`)."""
-    # In primary-key order: a file interleaves its sessions, and B-tree inserts in key order
-    # touch each page once instead of jumping between sessions (about 3 us less per row).
-    # The fold numbers a session's steps as it goes, so a stable sort on the session alone
-    # gives (session_id, idx) order, for less than comparing pairs.
+    """Write one batch as :meth:`SourceFold.take_folded` gives it (``steps`` rows in primary-key
+    order, values in :data:`STEP_COLUMNS` order; ``states`` as JSON), inside a write
+    transaction. The sessions' contributions to the rollup must have been taken out first
+    (see :class:`rollup.Pending`)."""
     if steps:
-        _upsert_values(conn, "steps", STEP_COLUMNS, sorted(steps, key=_SESSION))
+        _upsert_values(conn, "steps", STEP_COLUMNS, steps)
     _upsert(conn, "incidents", incidents)
     if errors:
         columns = list(errors[0])
@@ -431,7 +427,7 @@ def write_batch(
         conn,
         "fold_state",
         [
-            {"session_id": sid, "source_id": src, "state": json.dumps(state)}
+            {"session_id": sid, "source_id": src, "state": state}
             for sid, src, state in states
         ],
     )

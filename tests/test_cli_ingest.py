@@ -103,10 +103,12 @@ def test_a_file_that_is_not_a_database_is_exit_1(tmp_path: Path) -> None:
     [
         ["--max-line-bytes", "10"],
         ["--interval", "0"],
+        ["--jobs", "-1"],
         ["--no-such-option"],
         [],  # no paths
     ],
-    ids=["line-limit-too-small", "interval-zero", "unknown-option", "no-paths"],
+    ids=["line-limit-too-small", "interval-zero", "negative-jobs", "unknown-option",
+         "no-paths"],
 )
 def test_usage_errors_exit_2(tmp_path: Path, args: list[str]) -> None:
     ledger = tmp_path / "agent.jsonl"
@@ -121,3 +123,26 @@ def test_help_documents_follow_and_has_an_example() -> None:
     output = CliRunner().invoke(cli, ["ingest", "--help"]).output
     assert "--follow" in output and "--interval" in output and "Example:" in output
     assert "--batch-size" not in output  # hidden: for tests and benchmarks
+
+
+def test_jobs_change_how_fast_not_what_is_stored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Over 4 MB of new files: ``--jobs 2`` starts two workers, ``--jobs 0`` none, and both
+    print the same summary and store the same rows."""
+    from ledger import parallel
+    from tests.corpus import write_ledgers
+    from tests.helpers import dump
+
+    write_ledgers(tmp_path / "runs", events=32_000, files=4, seed=3)
+    started = []
+    workers = parallel.Workers
+    monkeypatch.setattr(parallel, "Workers", lambda *a: started.append(a[1]) or workers(*a))
+    outputs = {}
+    for jobs in ("0", "2"):
+        code, outputs[jobs] = run(str(tmp_path / f"{jobs}.db"), str(tmp_path / "runs"),
+                                  "--jobs", jobs, "--json")
+        assert code == 0
+    assert started == [2]
+    assert json.loads(outputs["0"]) == json.loads(outputs["2"])
+    assert dump(tmp_path / "0.db") == dump(tmp_path / "2.db")

@@ -1,0 +1,346 @@
+"""Workers fold new files while ingest writes: the database is the one a single process makes.
+
+Each test ingests the same files twice, folding in this process (``jobs=0``) and in workers,
+and compares every table, with what a worker cannot know (who owns a session, which source
+id a claim gives, whether it is still alive) made to go wrong on purpose.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import shutil
+import sqlite3
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ledger import ingest as ingest_module
+from ledger import parallel
+from ledger.fold import STEP_COLUMNS
+from ledger.ingest import Ingester, Options, ingest
+from ledger.source import Folded, Output
+from tests.corpus import write_ledgers
+from tests.helpers import FIXTURES, REAL_LOGS, SAMPLES
+
+pytestmark = pytest.mark.skipif(
+    sys.platform != "linux", reason="patches reach the workers only through fork"
+)
+
+#: Columns that hold when a row was written, not what it says.
+WHEN = {"ingested_at", "first_ingested_at", "mtime", "computed_at"}
+
+
+def everything(db_path: Path) -> dict[str, list[tuple[Any, ...]]]:
+    """Every table but the migrations' log, every row, in a stable order, minus write times."""
+    conn = sqlite3.connect(db_path)
+    try:
+        tables = [name for (name,) in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
+            "AND name != '_migrations' ORDER BY name")]
+        dumped = {}
+        for table in tables:
+            columns = [c for (_, c, *_) in conn.execute(f"PRAGMA table_info([{table}])")
+                       if c not in WHEN]
+            listed = ", ".join(f"[{c}]" for c in columns)
+            dumped[table] = conn.execute(f"SELECT {listed} FROM [{table}]").fetchall()
+            dumped[table].sort(key=repr)
+        return dumped
+    finally:
+        conn.close()
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every dialect, real agent logs, hostile files, secrets and generated volume."""
+    root = tmp_path_factory.mktemp("corpus")
+    shutil.copytree(SAMPLES, root / "samples")
+    shutil.copytree(REAL_LOGS, root / "real", ignore=shutil.ignore_patterns("licenses", "*.md"))
+    shutil.copytree(FIXTURES / "hostile", root / "hostile")
+    secrets = (FIXTURES / "secrets" / "secrets.txt").read_text(encoding="utf-8").splitlines()
+    (root / "secrets.jsonl").write_text("".join(
+        f'{{"session": "secret-{n}", "type": "round", "detail": {text!r}}}\n'.replace("'", '"')
+        for n, text in enumerate(secrets[:40]) if '"' not in text and "\\" not in text
+    ), encoding="utf-8")
+    write_ledgers(root / "volume", events=3000, files=6, seed=7)
+    return root
+
+
+def two_ways(
+    paths: list[Path], tmp_path: Path, jobs: int = 2, **options: Any
+) -> tuple[Path, Path, ingest_module.Summary, ingest_module.Summary]:
+    """Ingest ``paths`` in this process and with ``jobs`` workers; both databases and
+    summaries."""
+    here, ahead = tmp_path / "here.db", tmp_path / "ahead.db"
+    one = ingest(here, paths, Options(jobs=0, **options))
+    other = ingest(ahead, paths, Options(jobs=jobs, parallel_min_bytes=0, **options))
+    return here, ahead, one, other
+
+
+def assert_same(here: Path, ahead: Path) -> None:
+    a, b = everything(here), everything(ahead)
+    assert a.keys() == b.keys()
+    for table in a:
+        assert a[table] == b[table], table
+
+
+@pytest.fixture
+def writer_folds(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The files an ingest with workers folded itself, line by line."""
+    folded: list[str] = []
+    ingest_lines = Ingester._ingest_lines
+
+    def spy(self: Ingester, info: Any, source: dict[str, Any]) -> None:
+        if self.options.jobs:
+            folded.append(info.path.name)
+        ingest_lines(self, info, source)
+
+    monkeypatch.setattr(Ingester, "_ingest_lines", spy)
+    return folded
+
+
+@pytest.mark.parametrize("jobs", [1, 2, 3])
+@pytest.mark.parametrize("batch", [7, 20_000])
+def test_workers_leave_the_database_one_process_leaves(
+    corpus: Path, tmp_path: Path, jobs: int, batch: int
+) -> None:
+    here, ahead, one, other = two_ways([corpus], tmp_path, jobs, batch=batch)
+    assert_same(here, ahead)
+    assert other.to_dict() == one.to_dict()
+    assert one.redactions > 0 and one.errors > 0 and one.steps > 3000
+
+
+def test_the_writer_folds_nothing_itself_when_all_goes_well(
+    corpus: Path, tmp_path: Path, writer_folds: list[str]
+) -> None:
+    ingest(tmp_path / "a.db", [corpus / "volume"], Options(jobs=2, parallel_min_bytes=0))
+    assert writer_folds == []
+
+
+def test_a_session_an_earlier_file_of_the_run_opened_sends_the_later_file_back(
+    tmp_path: Path, write_jsonl: Callable[..., Path], writer_folds: list[str]
+) -> None:
+    """The worker folding b.jsonl cannot see that a.jsonl, written meanwhile, opened "s":
+    the writer finds out before writing b's batch and folds b itself, refusing those lines."""
+    a = write_jsonl(tmp_path / "runs" / "a.jsonl", [{"session": "s", "type": "round"}])
+    b = write_jsonl(tmp_path / "runs" / "b.jsonl", [
+        {"session": "t", "type": "round"}, {"session": "s", "type": "round"}])
+    here, ahead, one, other = two_ways([a, b], tmp_path)
+    assert_same(here, ahead)
+    assert (other.steps, other.errors) == (2, 1)
+    assert writer_folds == ["b.jsonl"]
+
+
+def test_a_session_owned_before_the_run_is_refused_by_the_worker(
+    tmp_path: Path, write_jsonl: Callable[..., Path], writer_folds: list[str]
+) -> None:
+    old = write_jsonl(tmp_path / "old" / "a.jsonl", [{"session": "s", "type": "round"}])
+    runs = [
+        write_jsonl(tmp_path / "runs" / f"{n}.jsonl", [
+            {"session": f"new-{n}", "type": "round"}, {"session": "s", "type": "round"}])
+        for n in range(3)
+    ]
+    for db in ("here.db", "ahead.db"):
+        ingest(tmp_path / db, [old], Options(jobs=0))
+    here, ahead, one, other = two_ways(runs, tmp_path)
+    assert_same(here, ahead)
+    assert other.errors == 3
+    assert writer_folds == []  # the workers read the owner in the database
+
+
+def test_a_claim_other_than_planned_is_folded_by_the_writer(
+    corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, writer_folds: list[str]
+) -> None:
+    """Another ingest may claim a file between the plan and this one's claim."""
+    plan = Ingester._plan
+
+    def wrong_ids(self: Ingester, files: list[Path]) -> list[parallel.Job]:
+        return [parallel.Job(**{**vars(job), "source_id": job.source_id + "-x"})
+                if job.path.endswith("ledger-1.jsonl") else job for job in plan(self, files)]
+
+    monkeypatch.setattr(Ingester, "_plan", wrong_ids)
+    here, ahead, _, _ = two_ways([corpus / "volume"], tmp_path)
+    assert_same(here, ahead)
+    assert writer_folds == ["ledger-1.jsonl"]  # and its batches, sent all the same, skipped
+
+
+def test_a_file_a_worker_cannot_read_is_left_to_the_writer(
+    corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, writer_folds: list[str]
+) -> None:
+    fold_file = parallel.fold_file
+
+    def unreadable(job: parallel.Job, *args: Any) -> Iterator[parallel.Batch]:
+        if job.path.endswith("ledger-1.jsonl"):
+            raise PermissionError(13, "Permission denied")
+        return fold_file(job, *args)
+
+    monkeypatch.setattr(parallel, "fold_file", unreadable)
+    here, ahead, one, other = two_ways([corpus / "volume"], tmp_path)
+    assert_same(here, ahead)
+    assert other.to_dict() == one.to_dict()
+    assert writer_folds == ["ledger-1.jsonl"]
+
+
+def test_a_worker_that_dies_mid_file_leaves_its_files_to_the_writer(
+    corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, writer_folds: list[str]
+) -> None:
+    """Killed after two batches of ledger-5: the writer goes on from the batches written,
+    and folds the worker's later files itself (the other worker's are unaffected)."""
+    fold_file = parallel.fold_file
+
+    def dies(job: parallel.Job, *args: Any) -> Iterator[parallel.Batch]:
+        for n, batch in enumerate(fold_file(job, *args)):
+            if n == 2 and job.path.endswith("ledger-5.jsonl"):
+                os._exit(9)
+            yield batch
+
+    monkeypatch.setattr(parallel, "fold_file", dies)
+    here, ahead, one, other = two_ways([corpus / "volume"], tmp_path, batch=50)
+    assert_same(here, ahead)
+    assert other.to_dict() == one.to_dict()
+    # Files go to the two workers in turn, in path order: gate/ledger-1, 5 and
+    # native/ledger-2 to the first, gate/ledger-3 and native/ledger-0, 4 to the second.
+    assert writer_folds == ["ledger-5.jsonl", "ledger-2.jsonl"]
+
+
+def test_stopping_between_batches_and_going_on_later_gives_the_same_database(
+    corpus: Path, tmp_path: Path
+) -> None:
+    here = tmp_path / "here.db"
+    ingest(here, [corpus], Options(jobs=0, batch=50))
+    ahead = tmp_path / "ahead.db"
+    calls = iter(range(1_000_000))
+    db = ingest_module.store.connect(ahead)
+    try:
+        options = Options(jobs=2, parallel_min_bytes=0, batch=50)
+        stopped = Ingester(db, options, should_stop=lambda: next(calls) > 40).ingest([corpus])
+    finally:
+        db.conn.close()
+    assert multiprocessing.active_children() == []
+    assert 0 < stopped.steps < len(everything(here)["steps"])
+    ingest(ahead, [corpus], Options(jobs=2, parallel_min_bytes=0, batch=50))
+    assert_same(here, ahead)
+
+
+def test_ctrl_c_stops_the_workers_and_loses_nothing_committed(
+    corpus: Path, tmp_path: Path
+) -> None:
+    here = tmp_path / "here.db"
+    ingest(here, [corpus], Options(jobs=0))
+    ahead = tmp_path / "ahead.db"
+    seen = []
+
+    def interrupt(size: int) -> None:
+        seen.append(size)
+        if len(seen) == 25:
+            raise KeyboardInterrupt
+
+    options = Options(jobs=2, parallel_min_bytes=0, batch=50)
+    with pytest.raises(KeyboardInterrupt):
+        ingest(ahead, [corpus], options, progress=interrupt)
+    assert multiprocessing.active_children() == []
+    ingest(ahead, [corpus], options)
+    assert_same(here, ahead)
+
+
+def test_few_new_bytes_or_no_new_files_start_no_workers(
+    corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started = []
+    workers = parallel.Workers
+
+    def count(*args: Any) -> parallel.Workers:
+        started.append(args[0])
+        return workers(*args)
+
+    monkeypatch.setattr(parallel, "Workers", count)
+    db = tmp_path / "a.db"
+    ingest(db, [corpus / "samples"], Options(jobs=2))  # a few kB, under the default minimum
+    assert started == []
+    ingest(db, [corpus], Options(jobs=2, parallel_min_bytes=0))  # the samples are known now
+    (jobs,) = started
+    assert not any("samples" in job.path for job in jobs)
+    ingest(db, [corpus], Options(jobs=2, parallel_min_bytes=0))  # nothing new
+    assert len(started) == 1
+
+
+def test_a_second_ingest_into_a_database_with_sources_gives_the_same_rows(
+    corpus: Path, tmp_path: Path
+) -> None:
+    """Planned ids must not collide with the sources already there (files sharing a first
+    line share the start of their id)."""
+    copy = tmp_path / "copy"
+    shutil.copytree(corpus / "volume", copy)
+    for db in ("here.db", "ahead.db"):
+        ingest(tmp_path / db, [corpus / "volume"], Options(jobs=0))
+    here, ahead, one, other = two_ways([copy], tmp_path)
+    assert_same(here, ahead)
+    assert other.to_dict() == one.to_dict()
+
+
+@pytest.mark.parametrize("cores", [None, 1, 2, 3, 16])
+def test_default_jobs_is_one_worker_per_core_up_to_four(
+    monkeypatch: pytest.MonkeyPatch, cores: int | None
+) -> None:
+    monkeypatch.setattr(os, "cpu_count", lambda: cores)
+    assert parallel.default_jobs() == {None: 0, 1: 0, 2: 2, 3: 3, 16: 4}[cores]
+
+
+class Label(str):
+    """A str subclass, which marshal refuses."""
+
+
+@pytest.mark.parametrize("reason", ["plain", Label("subclass")])
+def test_a_batch_arrives_as_it_was_sent(reason: str) -> None:
+    step = tuple(range(len(STEP_COLUMNS) - 1)) + (None,)
+    folded = Folded(
+        Output([step], [{"kind": "retry_storm", "n": 2.5}], [{"reason": reason, "raw": b"\x00"}]),
+        [{"session_id": "s", "stop_reason": None}],
+        [("s", "src", '{"a": 1}')],
+        {"line": 3, "unknown": {"x": 1}},
+    )
+    folded.out.unknown["odd"] += 2
+    batch = parallel.Batch(folded, 3, 0, 99, "abc", 120, 1.5, 1, {"s": None, "t": "src"})
+    message = parallel.encode(batch)
+    assert message[:1] == (b"M" if type(reason) is str else b"P")
+    assert parallel.decode(message) == batch
+
+
+def test_a_file_another_ingest_went_on_with_is_continued_from_where_that_one_stopped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, writer_folds: list[str]
+) -> None:
+    """Between this ingest's claim of a file and its first batch, another ingest writes the
+    file's first batch (and its bad line): the worker's first batch is not written again.
+    (Gate ledgers: their sessions are named after the source, so no owner is looked up.)"""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    for name in ("a", "b"):
+        lines = [f'{{"step": {n % 30 + 1}, "action": "read", "detail": "{name}"}}'
+                 for n in range(200)]
+        lines[1] = "{not json"
+        (runs / f"{name}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    ahead = tmp_path / "ahead.db"
+    batches_ahead = Ingester._batches_ahead
+
+    def meanwhile(self: Ingester, info: Any, source: dict[str, Any]) -> Any:
+        batches = batches_ahead(self, info, source)
+        if batches is not None and info.path.name == "b.jsonl":
+            self._end_transaction("COMMIT")  # the claim, for the other ingest to see
+            checks = iter(range(10))
+            other = ingest_module.store.connect(ahead)
+            try:  # stops before its second batch
+                Ingester(other, Options(jobs=0, batch=50),
+                         should_stop=lambda: next(checks) >= 2).ingest([info.path])
+            finally:
+                other.conn.close()
+        return batches
+
+    monkeypatch.setattr(Ingester, "_batches_ahead", meanwhile)
+    here = tmp_path / "here.db"
+    ingest(here, [runs], Options(jobs=0, batch=50))
+    ingest(ahead, [runs], Options(jobs=2, parallel_min_bytes=0, batch=50))
+    assert_same(here, ahead)
+    assert writer_folds == ["b.jsonl"]
