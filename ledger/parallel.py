@@ -47,6 +47,7 @@ from .source import Cursor, Folded, Output, SourceFold
 if TYPE_CHECKING:  # ingest imports this module
     from .ingest import Options
 
+START_METHOD = "fork" if sys.platform == "linux" else "spawn"  # see above
 MAX_JOBS = 4  # one writer keeps up with about three workers; more only take memory
 # The first byte of each message: a batch (marshalled, or pickled if it holds anything
 # marshal cannot write), the end of a file, or a file the worker could not fold.
@@ -121,7 +122,7 @@ class Workers:
     """Worker processes folding ``jobs`` ahead of the writer; :meth:`batches` in file order."""
 
     def __init__(self, jobs: list[Job], count: int, options: Options, db_path: str) -> None:
-        context = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
+        context = multiprocessing.get_context(START_METHOD)
         self._where: dict[str, tuple[_Worker, int]] = {}
         self._workers: list[_Worker] = []
         for n in range(min(count, len(jobs))):

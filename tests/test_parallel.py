@@ -281,6 +281,17 @@ def test_a_second_ingest_into_a_database_with_sources_gives_the_same_rows(
     assert other.to_dict() == one.to_dict()
 
 
+def test_spawned_workers_as_on_macos_and_windows_give_the_same_database(
+    corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, writer_folds: list[str]
+) -> None:
+    """Spawned workers start a new interpreter and get their jobs and options pickled."""
+    monkeypatch.setattr(parallel, "START_METHOD", "spawn")
+    here, ahead, one, other = two_ways([corpus / "volume", corpus / "samples"], tmp_path)
+    assert_same(here, ahead)
+    assert other.to_dict() == one.to_dict()
+    assert writer_folds == []
+
+
 @pytest.mark.parametrize("cores", [None, 1, 2, 3, 16])
 def test_default_jobs_is_one_worker_per_core_up_to_four(
     monkeypatch: pytest.MonkeyPatch, cores: int | None
