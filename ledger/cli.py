@@ -190,7 +190,7 @@ def read_budget_file(path: str) -> dict[str, Any]:
     "--jobs", "-j",
     type=click.IntRange(min=0),
     default=default_jobs,
-    show_default="one per CPU, at most 4; none on one CPU",
+    show_default="one per CPU, at most 2; none on one CPU",
     help="Worker processes that fold files never ingested before while this one writes "
     "(0: fold everything in this process).",
 )

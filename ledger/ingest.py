@@ -216,6 +216,9 @@ class Ingester:
             self._rollup.reset(taken_out)
             raise
         conn.execute("RELEASE unit")
+        self._add_pending(lines)
+
+    def _add_pending(self, lines: int) -> None:
         self._pending += lines
         if self._pending >= self.options.batch:
             self._end_transaction("COMMIT")
@@ -295,7 +298,7 @@ class Ingester:
 
     def _batches_ahead(
         self, info: FileInfo, source: dict[str, Any]
-    ) -> Iterator[parallel.Batch] | None:
+    ) -> Iterator[parallel.Message] | None:
         """A worker's batches for this file, if its claim made the source the worker folded."""
         job = self._jobs.get(str(info.path))
         if self._workers is None or job is None:
@@ -307,39 +310,64 @@ class Ingester:
         return self._workers.batches(job.path)
 
     def _ingest_ahead(
-        self, info: FileInfo, source: dict[str, Any], batches: Iterator[parallel.Batch]
+        self, info: FileInfo, source: dict[str, Any], batches: Iterator[parallel.Message]
     ) -> None:
-        """Write a worker's batches as :meth:`_ingest_lines` would have folded them, checking
-        first what the worker could not know; where that fails, go on here from the last
-        batch written."""
-        source_id = source["source_id"]
+        """Write a worker's batches as :meth:`_ingest_lines` would have folded them, each in one
+        unit with its parts, checking first what the worker could not know; where that fails,
+        go on here from the last batch written."""
         try:
-            for batch in batches:
+            for message in batches:
                 if self.should_stop():
                     return
-                with self._unit(batch.lines or 1) as conn:
-                    current = store.source_row(conn, source_id)
+                tally = _Tally()
+                with self._unit() as conn:
+                    current = store.source_row(conn, source["source_id"])
                     if not (
                         current is not None
                         and all(current[k] == source[k] for k in ("fingerprint", "fold_digest"))
-                        and current["offset"] == batch.start
-                        and parallel.owners_hold(conn, batch.owners)
+                        and current["offset"] == message.start
                     ):
                         break
-                    current.update(offset=batch.end, check_hash=batch.check_hash,
-                                   size=batch.size, mtime=batch.mtime)
-                    self._commit(conn, batch.folded, current)
-                    self._redactions_ahead += batch.redactions
+                    while isinstance(message, parallel.Part):
+                        self._write_part(conn, message, tally)
+                        message = next(batches, None)
+                        if message is None:
+                            raise parallel.WorkerFailed("a batch ended without its end")
+                    self._check_owners(conn, message.owners)
+                    current.update(offset=message.end, check_hash=message.check_hash,
+                                   size=message.size, mtime=message.mtime)
+                    self._commit(conn, message.folded, current)
+                self._add_pending(message.lines or 1)
+                self.summary.steps += tally.steps
+                self.summary.errors += tally.errors
+                if tally.unknown:
+                    self.summary.unknown_records.setdefault(
+                        source["path"], Counter()).update(tally.unknown)
+                self._redactions_ahead += tally.redactions + message.redactions
                 source = current
-                self._count_read(batch.lines, batch.end - batch.start)
+                self._count_read(message.lines, message.end - message.start)
             else:
                 return
-        except parallel.WorkerFailed:
-            pass
+        except (parallel.WorkerFailed, _Refused):
+            pass  # the batch in hand was rolled back with its unit
         if info.dialect in DOCUMENTS:
             self._ingest_document(info, source)
         else:
             self._ingest_lines(info, source)
+
+    def _write_part(self, conn: Any, part: parallel.Part, tally: _Tally) -> None:
+        """The rows of a batch's first lines (its sessions' state comes with its end)."""
+        self._check_owners(conn, part.owners)
+        out = part.out
+        self._rollup.take_out(conn, {row[0] for row in out.steps})
+        store.write_batch(conn, steps=out.steps, incidents=out.incidents, errors=out.errors,
+                          sessions=[], states=[], source=None)
+        tally.add(out, part.redactions)
+
+    @staticmethod
+    def _check_owners(conn: Any, owners: dict[str, str | None]) -> None:
+        if not parallel.owners_hold(conn, owners):
+            raise _Refused
 
     # -- identity ------------------------------------------------------------------------------
 
@@ -536,6 +564,26 @@ class Ingester:
     def _notice(self, message: str) -> None:
         self.summary.notices.append(message)
 
+
+
+class _Refused(Exception):
+    """A worker's batch folded on a session owner that is no longer so (see _ingest_ahead)."""
+
+
+@dataclass
+class _Tally:
+    """What the parts of a batch added, counted into the summary once the batch is written."""
+
+    steps: int = 0
+    errors: int = 0
+    redactions: int = 0
+    unknown: Counter[str] = field(default_factory=Counter)
+
+    def add(self, out: Any, redactions: int) -> None:
+        self.steps += len(out.steps)
+        self.errors += len(out.errors)
+        self.unknown.update(out.unknown)
+        self.redactions += redactions
 
 
 def count_stop_reasons(db: sqlite_utils.Database, sessions: Iterable[str]) -> Counter[str]:

@@ -305,6 +305,13 @@ class SourceFold:
             out.incidents.extend(session.open_incidents())
         return out, touched
 
+    def take_out(self) -> Output:
+        """The rows produced since the last take, without the touched sessions (a batch's
+        first parts, see :mod:`ledger.parallel`; :meth:`take_folded` gives them at its end)."""
+        out, self.out = self.out, Output()
+        out.steps.sort(key=_SESSION)
+        return out
+
     def take_folded(self) -> Folded:
         """:meth:`take`, with the touched sessions as the rows and state the store keeps.
 

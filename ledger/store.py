@@ -406,12 +406,13 @@ def write_batch(
     errors: Sequence[dict[str, Any]],
     sessions: Sequence[dict[str, Any]],
     states: Sequence[tuple[str, str, str]],
-    source: dict[str, Any],
+    source: dict[str, Any] | None,
 ) -> None:
     """Write one batch as :meth:`SourceFold.take_folded` gives it (``steps`` rows in primary-key
     order, values in :data:`STEP_COLUMNS` order; ``states`` as JSON), inside a write
-    transaction. The sessions' contributions to the rollup must have been taken out first
-    (see :class:`rollup.Pending`)."""
+    transaction (``source``: its new ``sources`` row, if it has moved on). The sessions'
+    contributions to the rollup must have been taken out first (see
+    :class:`rollup.Pending`)."""
     if steps:
         _upsert_values(conn, "steps", STEP_COLUMNS, steps)
     _upsert(conn, "incidents", incidents)
@@ -431,7 +432,8 @@ def write_batch(
             for sid, src, state in states
         ],
     )
-    _upsert(conn, "sources", [source])
+    if source is not None:
+        _upsert(conn, "sources", [source])
 
 
 def replace_all(
