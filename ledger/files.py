@@ -238,8 +238,9 @@ def read_lines(
                 break
             out.append(line)
             continue
-        for raw in block[:last].split(b"\n"):
-            if len(out) >= count or pos - start >= max_bytes:
+        want = count - len(out)  # cut no more lines than wanted (the rest is one piece)
+        for raw in block[:last].split(b"\n", want)[:want]:
+            if pos - start >= max_bytes:
                 break
             size = len(raw)
             out.append(Line(pos, raw) if size <= max_line else

@@ -55,12 +55,14 @@ START_METHOD = "fork" if sys.platform == "linux" else "spawn"  # see above
 MAX_JOBS = 2
 #: Lines a worker folds and sends at a time (a part of a batch; a batch is still committed
 #: whole, with its sessions' state), and messages it may have sent ahead of the writer, as
-#: bytes: while the writer writes one worker's file, the others fold on into that queue. At
-#: 1M events, the ingest and its two workers together (PSS): 2,000 and 32, 79 MB, 7.5-7.8 s;
-#: 4,000 and 16, 84 MB, 7.3-7.4 s; 8,000 and 8, 100 MB, 7.2-7.5 s; 4,000 and nothing queued
-#: (each worker waits for the writer), 69 MB but 9.0-9.1 s; whole batches, 124 MB, 7.3 s.
-PART_LINES = 4_000
-QUEUED = 16
+#: bytes: while the writer writes one worker's file, the others fold on into that queue. The
+#: ingest and its two workers together at most (PSS), 3M events: parts of 4,000 lines and
+#: 16 queued, 100 MB; 4,000 and 8, 90 MB; 4,000 and 4, 84 MB; 2,000 and 8, 73-75 MB. At 1M
+#: events, whole batches and nothing queued, 124 MB; 4,000 and nothing queued (a worker waits
+#: for the writer after each part), 69 MB but 9.0-9.1 s instead of 7.3. 2,000 and 8 took
+#: 7.40-7.66 s against 7.22-7.76 s for 4,000 and 16 (three runs each, alternated).
+PART_LINES = 2_000
+QUEUED = 8
 # The first byte of each message: a part or the end of a batch (marshalled, or pickled if it
 # holds anything marshal cannot write), the end of a file, or a file the worker could not fold.
 _MARSHALLED, _PICKLED, _DONE, _FAILED = b"M", b"P", b"D", b"F"
