@@ -10,8 +10,11 @@ from __future__ import annotations
 import multiprocessing
 import os
 import shutil
+import signal
 import sqlite3
+import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +27,7 @@ from ledger.fold import STEP_COLUMNS
 from ledger.ingest import Ingester, Options, ingest
 from ledger.source import Folded, Output
 from tests.corpus import write_ledgers
-from tests.helpers import FIXTURES, REAL_LOGS, SAMPLES
+from tests.helpers import FIXTURES, REAL_LOGS, ROOT, SAMPLES
 
 pytestmark = pytest.mark.skipif(
     sys.platform != "linux", reason="patches reach the workers only through fork"
@@ -378,3 +381,37 @@ def test_a_file_another_ingest_went_on_with_is_continued_from_where_that_one_sto
     ingest(ahead, [runs], Options(jobs=2, parallel_min_bytes=0, batch=50))
     assert_same(here, ahead)
     assert writer_folds == ["b.jsonl"]
+
+
+def test_ctrl_c_on_a_following_ingest_with_workers_leaves_no_worker_and_loses_nothing(
+    tmp_path: Path,
+) -> None:
+    """A real ``ingest --follow --jobs 2`` on 5 MB of new files, stopped by SIGINT while it
+    writes the workers' batches: it exits 0, its workers are gone, and a later ingest ends
+    where one clean ingest does."""
+    runs = tmp_path / "runs"
+    write_ledgers(runs, 36_000, files=4, seed=5)
+    db = tmp_path / "ledger.db"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ledger", "ingest", str(db), str(runs), "--follow", "--jobs",
+         "2", "--batch-size", "500", "--no-progress"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
+    workers: list[int] = []
+    deadline = time.monotonic() + 30
+    while len(workers) < 2 and time.monotonic() < deadline:
+        workers = [int(pid) for pid in children.read_text().split()]
+        time.sleep(0.01)
+    assert len(workers) == 2
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err
+    for pid in workers:
+        assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(
+            f"/proc/{pid}/status").read_text()
+    ingest(db, [runs], Options(jobs=0))
+    clean = tmp_path / "clean.db"
+    ingest(clean, [runs], Options(jobs=0))
+    assert_same(clean, db)
