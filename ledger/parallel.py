@@ -6,13 +6,14 @@ one process. So ingest plans the files it has never seen (in file order, with th
 its claims will give them), hands them to worker processes round robin, and writes what they
 send back in file order, as if it had folded them itself.
 
-What a worker cannot know, the writer checks before each batch (see
-:meth:`ledger.ingest.Ingester`): the source still stands where the worker began the batch,
-and each session the worker looked up in the database is owned now by whom the worker found
-(another file of the same run may have opened it since). If not, or if a worker fails, the
-writer drops the rest of that file's batches and goes on with the file itself from its last
-committed line, as any resumed ingest does. The database ends as a one-process ingest leaves
-it.
+A worker sends each batch in parts (:class:`Part`, then the batch's end, :class:`Batch`),
+which the writer writes in one unit of work. What a worker cannot know, the writer checks
+first (``Ingester._ingest_ahead``): that the source still stands where the worker began the
+batch, and that each session the worker looked up in the database is owned now by whom the
+worker found (another file of the same run may have opened it since). If not, or if a worker
+fails, the writer rolls the batch back, drops the rest of that file's messages and goes on
+with the file itself from its last written batch, as any resumed ingest does. The database
+ends as a one-process ingest leaves it.
 
 Workers are forked on Linux (they start in milliseconds and need nothing pickled but their
 files), elsewhere spawned. Forking copies only the thread that forks, so it is safe where the
@@ -197,7 +198,7 @@ class _Worker:
         self.at = 0  # the file whose messages come next
         self.alive = True
 
-    def batches(self, index: int) -> Iterator[Batch]:
+    def batches(self, index: int) -> Iterator[Message]:
         while self.at < index:  # files the writer did not take (unchanged by now, gone)
             while self._receive()[:1] in _MESSAGES:
                 pass

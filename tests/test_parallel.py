@@ -316,6 +316,24 @@ def test_spawned_workers_as_on_macos_and_windows_give_the_same_database(
     assert writer_folds == []
 
 
+def test_new_files_that_share_a_first_line_get_the_ids_their_claims_give(
+    corpus: Path, tmp_path: Path, writer_folds: list[str]
+) -> None:
+    """A source id starts with the file's fingerprint (its first line): the plan gives the
+    second and third of three new look-alikes the next free ids, as the claims will. (The
+    copies of native ledgers name the first copy's sessions: their workers could not know,
+    and the writer folds them itself; gate sessions are named after their source.)"""
+    runs = tmp_path / "runs"
+    for name in ("a", "b", "c"):
+        shutil.copytree(corpus / "volume", runs / name)
+    here, ahead, one, other = two_ways([runs], tmp_path)
+    assert_same(here, ahead)
+    ids = [source_id for (source_id, *_) in everything(ahead)["sources"]]
+    assert sum(source_id.endswith("-3") for source_id in ids) == 6
+    assert sorted(writer_folds) == sorted(2 * ["ledger-0.jsonl", "ledger-2.jsonl",
+                                               "ledger-4.jsonl"])
+
+
 @pytest.mark.parametrize("cores", [None, 1, 2, 3, 16])
 def test_default_jobs_is_one_worker_per_core_up_to_two(
     monkeypatch: pytest.MonkeyPatch, cores: int | None
