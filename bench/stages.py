@@ -80,8 +80,6 @@ def _agent_ledger(command: list[str]) -> tuple[float, int, str]:
 
 
 def ingest(args: dict[str, Any]) -> Result:
-    from ledger.parallel import default_jobs
-
     jobs = args.get("jobs")
     command = ["ingest", args["db"], *args["paths"], "--no-progress", "--json"]
     if jobs is not None:
@@ -96,7 +94,7 @@ def ingest(args: dict[str, Any]) -> Result:
         "bytes": summary["bytes_read"],
         "summary": {k: summary[k] for k in ("files", "unchanged_files", "updated_files",
                                             "sessions", "steps", "errors", "redactions")},
-        "workers": default_jobs() if jobs is None else jobs,
+        "workers": summary["workers"],
     }
 
 

@@ -86,6 +86,7 @@ class Summary:
     redactions: int = 0
     unknown_records: dict[str, Counter[str]] = field(default_factory=dict)  # path -> type -> n
     passes: int = 1
+    workers: int = 0  # worker processes that folded new files (the most in any pass)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -108,6 +109,7 @@ class Summary:
                 for path, counts in sorted(self.unknown_records.items())
             },
             "passes": self.passes,
+            "workers": self.workers,
         }
 
 
@@ -269,7 +271,9 @@ class Ingester:
             return None
         self._jobs = {job.path: job for job in jobs}
         db_file = self.db.conn.execute("PRAGMA database_list").fetchone()[2]
-        return parallel.Workers(jobs, self.options.jobs, self.options, db_file)
+        workers = parallel.Workers(jobs, self.options.jobs, self.options, db_file)
+        self.summary.workers = max(self.summary.workers, workers.count)
+        return workers
 
     def _plan(self, files: list[Path]) -> list[parallel.Job]:
         """The files whose claims will make new sources, and the ids those claims will give

@@ -178,6 +178,10 @@ class Workers:
             self._workers.append(worker)
             self._where.update((job.path, (worker, i)) for i, job in enumerate(mine))
 
+    @property
+    def count(self) -> int:
+        return len(self._workers)
+
     def batches(self, path: str) -> Iterator[Message]:
         """The batches folded from ``path``, each as its parts and its end, in order; raises
         :class:`WorkerFailed`."""
