@@ -17,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from datasette.app import Datasette
 
 from ledger.ingest import Options, ingest
@@ -77,10 +78,14 @@ async def read_while_running(db: Path, procs: list[subprocess.Popen[bytes]]) -> 
     return seen
 
 
-def test_two_ingests_and_a_reader_at_once() -> None:
+@pytest.mark.parametrize("events", [24_000, 48_000], ids=["one-process", "workers"])
+def test_two_ingests_and_a_reader_at_once(events: int) -> None:
+    """With 48,000 events each ingest has over 4 MB of new files and starts workers, which
+    fold the same files in both: a batch is written by whichever process claims the file or
+    gets to the batch first, and the other goes on from there itself."""
     with scratch_dir() as tmp:
         root = Path(tmp)
-        files = write_ledgers(root / "runs", 24_000, files=6, seed=5)
+        files = write_ledgers(root / "runs", events, files=6, seed=5)
         db = root / "ledger.db"
         # Both start on the same two files, then go their own ways.
         procs = [start_ingest(db, files[2:4] + files[:2]), start_ingest(db, files[2:])]
@@ -96,6 +101,7 @@ def test_two_ingests_and_a_reader_at_once() -> None:
         lines = sum(f.read_bytes().count(b"\n") for f in files)
         assert sum(s["lines"] for s in summaries) == lines
         assert all(s["lines"] > 0 for s in summaries)
+        assert any(s["workers"] for s in summaries) == (events > 24_000)
         assert len(seen) >= 5, "the reader hardly ran while the ingests did"
         for snapshot in seen:
             assert snapshot["events"] == snapshot["steps"]
