@@ -239,8 +239,9 @@ def work(jobs: list[Job], connection: Connection, options: Options, db_path: str
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the writer's to handle
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not --follow's handler, inherited
     # The writer is the bottleneck: workers give way to it (7.38-7.45 s against 7.51-7.66 s
-    # for 1M events, alternated).
-    os.nice(5)
+    # for 1M events, alternated). Windows has no nice.
+    if hasattr(os, "nice"):
+        os.nice(5)
     from .ingest import rare_young_collections
 
     fold = options.make_fold()
