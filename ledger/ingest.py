@@ -257,7 +257,12 @@ class Ingester:
             self._ingest_ahead(info, source, batches)
         elif info.dialect is None:
             self._ingest_unknown(info, source)
-        elif info.dialect in DOCUMENTS:
+        else:
+            self._ingest_here(info, source)
+
+    def _ingest_here(self, info: FileInfo, source: dict[str, Any]) -> None:
+        """Fold a file of a known dialect in this process, from where ``source`` stands."""
+        if info.dialect in DOCUMENTS:
             self._ingest_document(info, source)
         else:
             self._ingest_lines(info, source)
@@ -326,11 +331,7 @@ class Ingester:
                 tally = _Tally()
                 with self._unit() as conn:
                     current = store.source_row(conn, source["source_id"])
-                    if not (
-                        current is not None
-                        and all(current[k] == source[k] for k in ("fingerprint", "fold_digest"))
-                        and current["offset"] == message.start
-                    ):
+                    if _replaced(current, source) or current["offset"] != message.start:
                         break
                     while isinstance(message, parallel.Part):
                         self._write_part(conn, message, tally)
@@ -342,11 +343,7 @@ class Ingester:
                                    size=message.size, mtime=message.mtime)
                     self._commit(conn, message.folded, current)
                 self._add_pending(message.lines or 1)
-                self.summary.steps += tally.steps
-                self.summary.errors += tally.errors
-                if tally.unknown:
-                    self.summary.unknown_records.setdefault(
-                        source["path"], Counter()).update(tally.unknown)
+                self._count_rows(source["path"], tally.steps, tally.errors, tally.unknown)
                 self._redactions_ahead += tally.redactions + message.redactions
                 source = current
                 self._count_read(message.lines, message.end - message.start)
@@ -354,10 +351,7 @@ class Ingester:
                 return
         except (parallel.WorkerFailed, _Refused):
             pass  # the batch in hand was rolled back with its unit
-        if info.dialect in DOCUMENTS:
-            self._ingest_document(info, source)
-        else:
-            self._ingest_lines(info, source)
+        self._ingest_here(info, source)
 
     def _write_part(self, conn: Any, part: parallel.Part, tally: _Tally) -> None:
         """The rows of a batch's first lines (its sessions' state comes with its end)."""
@@ -491,9 +485,7 @@ class Ingester:
                     break
                 with self._unit(len(lines)) as conn:
                     current = store.source_row(conn, source_id)
-                    if current is None or any(
-                        current[k] != source[k] for k in ("fingerprint", "fold_digest")
-                    ):
+                    if _replaced(current, source):
                         return  # another ingest replaced this source meanwhile
                     if fold is None or current["offset"] != offset:
                         source = current
@@ -558,12 +550,15 @@ class Ingester:
             states=folded.states,
             source=source,
         )
-        self.summary.steps += len(out.steps)
-        self.summary.errors += len(out.errors)
+        self._count_rows(source["path"], len(out.steps), len(out.errors), out.unknown)
         self.summary.sessions.update(touched)
         self._touched.update(touched)
-        if out.unknown:
-            self.summary.unknown_records.setdefault(source["path"], Counter()).update(out.unknown)
+
+    def _count_rows(self, path: str, steps: int, errors: int, unknown: Counter[str]) -> None:
+        self.summary.steps += steps
+        self.summary.errors += errors
+        if unknown:
+            self.summary.unknown_records.setdefault(path, Counter()).update(unknown)
 
     def _notice(self, message: str) -> None:
         self.summary.notices.append(message)
@@ -604,6 +599,12 @@ def count_stop_reasons(db: sqlite_utils.Database, sessions: Iterable[str]) -> Co
         ):
             counts[reason] += count
     return counts
+
+
+def _replaced(current: dict[str, Any] | None, source: dict[str, Any]) -> bool:
+    """Whether the ``sources`` row as it is now (``current``) is no longer ``source``:
+    gone, or made again for another file or fold (by another ingest, meanwhile)."""
+    return current is None or any(current[k] != source[k] for k in ("fingerprint", "fold_digest"))
 
 
 def _gone_or_changed(source: dict[str, Any]) -> bool:
