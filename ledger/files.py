@@ -238,8 +238,9 @@ def read_lines(
                 break
             out.append(line)
             continue
-        want = count - len(out)  # cut no more lines than wanted (the rest is one piece)
-        for raw in block[:last].split(b"\n", want)[:want]:
+        # Cut no more lines than wanted: the last piece is the rest of the block (or the
+        # unfinished line after its last newline), left whole and dropped.
+        for raw in block.split(b"\n", count - len(out))[:-1]:
             if pos - start >= max_bytes:
                 break
             size = len(raw)
