@@ -72,11 +72,13 @@ def bind_none_directly() -> None:
     for less (a whole ingest of the 1M corpus: 12.8 to 12.1 s of CPU). ``sqlite3`` keeps one
     registry per process, so this holds for every connection of the process, and changes
     nothing for them but that."""
-    sqlite3.register_adapter(type(None), _itself)
+    sqlite3.register_adapter(type(None), NONE_ITSELF)
 
 
-def _itself(value: None) -> None:
-    return value
+#: None's adapter: the ``get`` of an empty dict returns None for any key, None included. A
+#: function written in Python would enter a frame for every None bound (180,000 rows of the
+#: corpus: 0.54 s with one, 0.52 s with this, best of seven, alternated).
+NONE_ITSELF = {}.get
 
 
 @contextmanager

@@ -231,7 +231,7 @@ def test_none_bound_directly_stores_what_a_null_in_the_statement_stores(rows: li
 
 def test_opening_a_database_registers_none_s_adapter(db_path: Path) -> None:
     store.connect(db_path).conn.close()
-    assert sqlite3.adapters[(type(None), sqlite3.PrepareProtocol)] is store._itself
+    assert sqlite3.adapters[(type(None), sqlite3.PrepareProtocol)] is store.NONE_ITSELF
 
 
 def test_migration_007_fills_the_parity_groups_from_the_sessions(sample_db: Path) -> None:
