@@ -142,6 +142,19 @@ def test_a_new_database_records_its_version(db_path: Path) -> None:
     assert raw(db_path, "pragma journal_mode") == [("wal",)]
 
 
+def test_a_new_database_has_pages_of_16_kb_and_an_old_one_keeps_its_own(
+    tmp_path: Path, old_db: Path
+) -> None:
+    """A page size is fixed once a file is written (in WAL mode for good), so a database
+    made before it was 16 KB keeps SQLite's 4 KB and is migrated and ingested into as is."""
+    store.connect(tmp_path / "new.db").conn.close()
+    assert raw(tmp_path / "new.db", "pragma page_size") == [(store.PAGE_SIZE,)] == [(16384,)]
+    assert raw(old_db, "pragma page_size") == [(4096,)]
+    ingest(old_db, [ROOT / "sample_ledgers"])
+    assert raw(old_db, "pragma page_size") == [(4096,)]
+    assert raw(old_db, "pragma integrity_check") == [("ok",)]
+
+
 def test_steps_are_stored_in_session_order_with_no_other_index(old_db: Path) -> None:
     """Migration 009: a step is written into one B-tree, its primary key's (a source's steps
     are found through its sessions), in a new database and in a migrated one alike."""
