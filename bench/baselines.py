@@ -15,10 +15,10 @@
   and are not JSONL).
 
 ``raw_limit(..., shaped=True)`` is not a baseline the issue asks for, but a reference the
-report gives beside it: the raw limit with the three tricks ingest uses that are not about
-folding: binding None without the adapter search (``ledger.store.bind_none_directly``),
-running the garbage collector's young pass rarely (``ledger.ingest.rare_young_collections``)
-and pages of 16 KB (``ledger.store.PAGE_SIZE``).
+report gives beside it: the raw limit with the tricks ingest uses that are not about
+folding: binding None without the adapter search (``ledger.store.bind_none_directly``), pages
+of 16 KB (``ledger.store.PAGE_SIZE``) and the process settings of ``ledger.bulk.bulk_work``
+(the garbage collector's young pass run rarely, the C heap's top kept for reuse).
 Python's ``sqlite3`` binds a None for about 0.3 us, and the raw limit's rows hold about eleven
 (no hashes, no counters, no stop), so this shows how much of ingest's ratio to the raw limit
 those tricks account for.
@@ -33,8 +33,8 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
+from ledger.bulk import bulk_work
 from ledger.fold import STEP_COLUMNS
-from ledger.ingest import rare_young_collections
 from ledger.store import PAGE_SIZE, bind_none_directly
 
 COLUMNS = STEP_COLUMNS  # the raw limit's rows below are in this order
@@ -86,7 +86,7 @@ def raw_limit(corpus: Path, db_path: Path, shaped: bool = False) -> int:
     a process of its own, so the plain raw limit never has None's adapter registered)."""
     if shaped:
         bind_none_directly()
-        with rare_young_collections():
+        with bulk_work():
             return _raw_limit(corpus, db_path, PAGE_SIZE)
     return _raw_limit(corpus, db_path)
 

@@ -8,7 +8,6 @@ together. Truncated, replaced or re-budgeted files are read again from the start
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import sqlite3
@@ -24,6 +23,7 @@ import sqlite_utils
 
 from . import parallel, rollup, store, verdict_store
 from .budget import Budget
+from .bulk import bulk_work
 from .files import DEFAULT_MAX_LINE, FileInfo, discover, read_lines, sha, sniff, tail_hash
 from .fold import Fold, Session
 from .importers import DOCUMENTS
@@ -121,25 +121,6 @@ def task_class_for(path: Path, options: Options) -> str:
     return options.task_class or path.resolve().parent.name
 
 
-@contextmanager
-def rare_young_collections(allocations: int = 100_000) -> Iterator[None]:
-    """Let the cyclic garbage collector's young pass run every ``allocations`` container
-    allocations, not every 700, while ingesting (the older passes keep their pace).
-
-    Every event allocates a few containers (its steps row, lists of incidents) and a batch
-    holds its 20,000 rows until they are written, so at the default pace the collector ran
-    every few events and kept promoting the batch's rows into older generations, which it
-    then walked again: about 5% of ingest's CPU time on the 1M corpus. The fold makes no
-    reference cycles, so nothing waits longer to be freed (peak RSS unchanged).
-    """
-    before = gc.get_threshold()
-    gc.set_threshold(allocations, *before[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*before)
-
-
 class Ingester:
     def __init__(
         self,
@@ -168,7 +149,7 @@ class Ingester:
         self._forgot = False
         before = (self.summary.new_files, self.summary.updated_files)
         files = discover(paths, missing_ok)
-        with rare_young_collections():
+        with bulk_work():
             self._workers = self._start_workers(files)
             try:
                 for path in files:

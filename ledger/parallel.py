@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.request import pathname2url
 
 from . import store
+from .bulk import bulk_work
 from .files import read_lines, tail_hash
 from .fold import Fold
 from .importers import DOCUMENTS
@@ -242,13 +243,11 @@ def work(jobs: list[Job], connection: Connection, options: Options, db_path: str
     # for 1M events, alternated). Windows has no nice.
     if hasattr(os, "nice"):
         os.nice(5)
-    from .ingest import rare_young_collections
-
     fold = options.make_fold()
     owners = _Owners(db_path)
     sender = _Sender(connection)
     try:
-        with rare_young_collections():
+        with bulk_work():
             for job in jobs:
                 try:
                     for message in fold_file(job, fold, options, owners):

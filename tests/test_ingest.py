@@ -562,11 +562,29 @@ def test_a_source_stored_with_a_relative_path_is_recognised_and_made_absolute(
     assert all(Path(r["path"]).is_absolute() for r in rows(db_path, "select path from sources"))
 
 
+def test_ingest_keeps_the_heaps_top_while_it_works_and_puts_the_default_back(
+    samples: Path, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """See bulk.padded_heap: set once for the ingest, glibc's default put back at its end."""
+    from ledger import bulk
+
+    pads: list[int] = []
+
+    def mallopt(param: int, value: int) -> int:
+        assert param == bulk.M_TOP_PAD
+        pads.append(value)
+        return 1
+
+    monkeypatch.setattr(bulk, "_mallopt", lambda: mallopt)
+    ingest(db_path, [samples])
+    assert pads == [bulk.TOP_PAD, bulk.DEFAULT_TOP_PAD]
+
+
 def test_ingest_restores_the_garbage_collectors_pace(
     samples: Path, db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Ingest runs the collector's young pass rarely (see rare_young_collections), and puts
-    the pace back afterwards, also when it fails."""
+    """Ingest runs the collector's young pass rarely (see bulk.rare_young_collections), and
+    puts the pace back afterwards, also when it fails."""
     import gc
 
     from ledger import ingest as ingest_module
