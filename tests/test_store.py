@@ -247,6 +247,22 @@ def test_opening_a_database_registers_none_s_adapter(db_path: Path) -> None:
     assert sqlite3.adapters[(type(None), sqlite3.PrepareProtocol)] is store.NONE_ITSELF
 
 
+def test_opening_a_database_does_not_look_for_sqlite_utils_plugins(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Finding them reads every installed package's metadata (10 ms of a no-op re-ingest),
+    and their SQL functions are nothing agent-ledger calls."""
+    import sqlite_utils.db
+
+    def looked(*args: Any) -> None:
+        raise AssertionError("sqlite-utils plugins looked for")
+
+    monkeypatch.setattr(sqlite_utils.db, "ensure_plugins_loaded", looked)
+    monkeypatch.setattr(sqlite_utils.db.pm.hook, "prepare_connection", looked)
+    store.connect(db_path).conn.close()
+    ingest(db_path, [ROOT / "sample_ledgers"])
+
+
 def test_migration_007_fills_the_parity_groups_from_the_sessions(sample_db: Path) -> None:
     """A database judged before 007 has parity rows without meters and budget digest: the
     migration copies them from the sessions, and the next ingest's verdicts are unchanged."""
