@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
 import pytest
 
 from ledger.budget import Budget
-from ledger_dashboard.timeline import gauges, meter, repeats, run_length, step_meters
+from ledger_dashboard.timeline import SHORT, gauges, meter, repeats, run_length, step_meters
 
 ALL_METERS = (
     "round_counter,tool_calls,output_tokens,tool_errors,observations,elapsed_time,"
@@ -101,3 +102,12 @@ def test_step_meters_read_the_steps_columns() -> None:
     found = step_meters(step, 0, gauges(session("gate")))
     assert [m.text for m in found] == ["7 / 8", "2 / 2", "40s / 45s"]
     assert json.dumps([m.to_dict() for m in found])  # plain data for the JSON twin
+
+
+@pytest.mark.parametrize("dialect", ["native", "trace", "gate"])
+def test_a_meters_dict_is_every_field_and_its_short_label(dialect: str) -> None:
+    """Meter.to_dict is written out by hand (asdict deep-copies, and a page makes thousands):
+    it must still hold every field, so a field added later cannot be left out of the page."""
+    step = {"total_rounds": 3, "total_tool_calls": 9, "total_steps": 7, "elapsed_s": 40.0}
+    for m in step_meters(step, 2, gauges(session(dialect))):
+        assert m.to_dict() == {**dataclasses.asdict(m), "short": SHORT.get(m.name, m.label)}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from ledger.budget import LOOP
@@ -51,7 +51,13 @@ class Meter:
     text: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "short": SHORT.get(self.name, self.label)}
+        # By hand: dataclasses.asdict deep-copies, and a timeline page of 500 steps makes 4,000
+        # of these (the longest session's first page at 1M events: 169-186 ms to 136-140 ms).
+        return {
+            "name": self.name, "label": self.label, "value": self.value, "cap": self.cap,
+            "measured": self.measured, "percent": self.percent, "text": self.text,
+            "short": SHORT.get(self.name, self.label),
+        }
 
 
 def gauges(session: Mapping[str, Any]) -> list[Gauge]:
