@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from functools import cached_property
 from typing import Any
 
-from .events import MARKERS, ROUND, Event, observation_digest
+from .events import MARKERS, ROUND, Event, observation_hash
 from .reasons import SEED_VENDOR_MAP, StopReason
 
 LOOP = "loop"
@@ -298,7 +298,11 @@ def apply(state: State, event: Event) -> None:
     if action == ROUND:
         state.tool_calls += event.tool_calls or 0
         state.output_tokens += event.output_tokens or 0
-    digest = observation_digest(event)
+    # The observation's hash: given (a replay of stored rows keeps the hash, not the text),
+    # else seed 000's hash of the text; None if the event carries no observation.
+    digest = event.observation_hash
+    if digest is None and event.observation is not None:
+        digest = observation_hash(event.observation)
     if digest is not None:
         if digest == state.last_observation_hash:
             state.observation_repeats += 1

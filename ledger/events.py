@@ -90,16 +90,6 @@ def meters_of(event: Event) -> set[str]:
     return found - event.unmetered
 
 
-def observation_digest(event: Event) -> str | None:
-    """The hash of the event's observation: precomputed if given, else seed 000's hash of the
-    text; None if the event carries no observation."""
-    if event.observation_hash is not None:
-        return event.observation_hash
-    if event.observation is not None:
-        return observation_hash(event.observation)
-    return None
-
-
 def observation_hash(text: str) -> str:
     """Seed 000's hash: the first 16 hex digits of sha256 over the UTF-8 text."""
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]

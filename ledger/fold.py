@@ -22,10 +22,12 @@ from .reasons import CONTINUE, StopReason
 from .vendors import classify
 
 DETAIL_MAX = 500
+TOOL_MAX = 200
 EXCERPT_MAX = 200
 MEMO_CHARS = 200  # texts up to this long are redacted once per fold and remembered
 MEMO_ENTRIES = 4096
 
+INCIDENT_LENGTH = 2  # a run of retries or of one observation is an incident from its second
 RETRY_STORM = "retry_storm"
 NO_PROGRESS = "no_progress"
 UNKNOWN_VENDOR = "unknown_vendor"
@@ -172,6 +174,11 @@ class Fold:
         self.vendor_map = vendor_map
         self.redact = redact
         self._redacted: dict[str, tuple[str, int]] = {}
+        #: The remembered texts in which redaction found nothing, each to the one copy of it
+        #: the fold gives out: :meth:`step` looks them up instead of calling :meth:`clean` (a
+        #: dict lookup, not a method call, for most of its texts). The one copy matters: the
+        #: rows repeat it, and a worker's rows are marshalled with back-references.
+        self._plain: dict[str, str] = {}
         self.redactions = 0  # secrets redacted in all the text it gave out to be stored
         self._machines = {
             fam: Machine(budget, fam, vendor_map)
@@ -194,7 +201,10 @@ class Fold:
             if len(text) <= MEMO_CHARS:
                 if len(self._redacted) >= MEMO_ENTRIES:
                     self._redacted.clear()
+                    self._plain.clear()
                 self._redacted[text] = known
+                if not known[1]:
+                    self._plain[text] = known[0]  # (step's limits are MEMO_CHARS or more)
         cleaned, found = known
         if found:
             session.redactions += found
@@ -234,15 +244,17 @@ class Fold:
         if ts:
             session.started_at = session.started_at or ts
             session.ended_at = ts
-        # (None needs no cleaning: testing here saves a call per absent field, most events)
+        # Neither None nor a text known to be plain needs cleaning: testing here saves a call
+        # for most fields of most events.
+        plain = self._plain
         detail = event.detail
         if detail is not None:
-            detail = self.clean(session, detail)
+            detail = plain.get(detail) or self.clean(session, detail)
         vendor_stop = event.vendor_stop
         vendor = None if vendor_stop is None else self.clean(session, vendor_stop)
         tool = event.tool
         if tool is not None:
-            tool = self.clean(session, tool, 200)
+            tool = plain.get(tool) or self.clean(session, tool, TOOL_MAX)
         action = event.action
         if action == "start":
             # A new turn: the last turn's terminal signal no longer says how the log ends.
@@ -263,6 +275,8 @@ class Fold:
             )))
         tool_error = event.tool_error
         stop_at = state.stop_at
+        # Flags as the ints 1 and 0 (SQLite binds a bool through an adapter search), by a
+        # conditional rather than int(): a call for each, on every event.
         row = (
             session.session_id,
             idx,
@@ -271,7 +285,7 @@ class Fold:
             detail,
             event.tool_calls,
             event.output_tokens,
-            None if tool_error is None else int(tool_error),
+            None if tool_error is None else 1 if tool_error else 0,
             state.last_observation_hash if observed else None,
             vendor,
             outcome,
@@ -284,11 +298,11 @@ class Fold:
             state.consecutive_tool_errors,
             state.writes,
             None if reason is None else reason.value,
-            int(stop_at is not None and idx > stop_at),
+            1 if stop_at is not None and idx > stop_at else 0,
             session.source_id,
             line,
             offset,
-            int(event.same_round),
+            1 if event.same_round else 0,
         )
         return row, incidents
 
@@ -310,11 +324,13 @@ class Fold:
             if run is not None and run.key == key and run.end == idx - 1:
                 run.end, run.length, run.ended_at = idx, run.length + 1, event.ts
             else:
-                closed += _close(_retry_row(session))
+                if run is not None and run.length >= INCIDENT_LENGTH:
+                    closed.append(_incident(session, RETRY_STORM, run))
                 run = session.retry = Run(key, idx, idx, 1, detail, event.ts, event.ts)
             run.blocked = run.blocked or reason is StopReason.RETRY_NEAR_CEILING
         elif session.retry is not None:
-            closed += _close(_retry_row(session))
+            if session.retry.length >= INCIDENT_LENGTH:
+                closed.append(_incident(session, RETRY_STORM, session.retry))
             session.retry = None
         # No-progress runs: the same observation hash seen again (events without one skip).
         if observed:
@@ -329,27 +345,24 @@ class Fold:
                     # observation (the same text: the same hash), redacted only now.
                     run.detail = self.clean(session, event.observation, EXCERPT_MAX)
             else:
-                closed += _close(_repeat_row(session))
+                if run is not None and run.length >= INCIDENT_LENGTH:
+                    closed.append(_incident(session, NO_PROGRESS, run))
                 session.repeat = Run(
                     state.last_observation_hash or "", idx, idx, 1, None, event.ts, event.ts
                 )
         return closed
 
 
-def _close(row: dict[str, Any] | None) -> list[dict[str, Any]]:
-    return [row] if row is not None else []
-
-
 def _retry_row(session: Session) -> dict[str, Any] | None:
     run = session.retry
-    if run is None or run.length < 2:
+    if run is None or run.length < INCIDENT_LENGTH:
         return None
     return _incident(session, RETRY_STORM, run)
 
 
 def _repeat_row(session: Session) -> dict[str, Any] | None:
     run = session.repeat
-    if run is None or run.length < 2:
+    if run is None or run.length < INCIDENT_LENGTH:
         return None
     return _incident(session, NO_PROGRESS, run)
 

@@ -11,9 +11,13 @@ from hypothesis import strategies as st
 from ledger.budget import Budget
 from ledger.events import Event
 from ledger.fold import (
+    DETAIL_MAX,
+    EXCERPT_MAX,
+    MEMO_CHARS,
     NO_PROGRESS,
     RETRY_STORM,
     STEP_COLUMNS,
+    TOOL_MAX,
     UNKNOWN_VENDOR,
     Fold,
     Session,
@@ -180,6 +184,37 @@ def test_stored_text_is_redacted_and_cut(fold: Fold) -> None:
     assert "[REDACTED:" in detail
     assert len(detail) == 500 and detail.endswith("…")
     assert s.redactions == 1
+
+
+def test_remembered_texts_are_never_stored_past_their_limits() -> None:
+    """Short plain texts are remembered and given out without cleaning again: only safe
+    because every limit the fold cuts them to is at least the length it remembers."""
+    assert MEMO_CHARS <= min(DETAIL_MAX, TOOL_MAX, EXCERPT_MAX)
+
+
+@pytest.mark.parametrize("field", ["tool", "detail"])
+def test_a_text_seen_again_is_redacted_and_counted_again(field: str) -> None:
+    fold = Fold(Budget(), DEFAULT_VENDOR_MAP, redact)
+    s = session(fold)
+    secret = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    steps, _ = feed(fold, s, [Event("read", **{field: f"push {secret}"}) for _ in range(3)])
+    assert all(secret not in step[field] and "[REDACTED:" in step[field] for step in steps)
+    assert s.redactions == fold.redactions == 3
+
+
+@pytest.mark.parametrize(("field", "limit"), [("tool", TOOL_MAX), ("detail", DETAIL_MAX)])
+def test_a_long_text_seen_again_is_cut_again(fold: Fold, field: str, limit: int) -> None:
+    steps, _ = feed(fold, session(fold), [Event("read", **{field: "x" * 900}) for _ in range(2)])
+    assert [len(step[field]) for step in steps] == [limit, limit]
+
+
+def test_a_plain_text_is_given_out_as_one_copy(fold: Fold) -> None:
+    """Rows repeat tool names and details; one copy of each (not a copy per line read) is
+    what lets a worker's rows be marshalled with back-references."""
+    texts = ["tool:pytest", "".join(["tool:", "pytest"])]  # equal, two objects
+    assert texts[0] is not texts[1]
+    steps, _ = feed(fold, session(fold), [Event("read", tool=t, detail=t) for t in texts])
+    assert steps[0]["tool"] is steps[1]["tool"] is steps[1]["detail"]
 
 
 def test_observation_hash_is_of_the_original_text(fold: Fold) -> None:
