@@ -62,6 +62,21 @@ def discover(paths: Iterable[str | Path], missing_ok: bool = False) -> list[Path
     return list(found.values())
 
 
+def storable(path: Path) -> bool:
+    """Whether the database can keep ``path`` as text. A name that is not valid UTF-8 comes
+    to Python with its undecodable bytes as lone surrogates, which SQLite refuses."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def shown(path: Path) -> str:
+    """``path`` for a message: bytes that are not UTF-8 as ``\\xNN`` escapes."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
 def _add(found: dict[tuple[int, int], Path], path: Path) -> None:
     try:
         stat = path.stat()

@@ -24,7 +24,17 @@ import sqlite_utils
 from . import parallel, rollup, store, verdict_store
 from .budget import Budget
 from .bulk import bulk_work
-from .files import DEFAULT_MAX_LINE, FileInfo, discover, read_lines, sha, sniff, tail_hash
+from .files import (
+    DEFAULT_MAX_LINE,
+    FileInfo,
+    discover,
+    read_lines,
+    sha,
+    shown,
+    sniff,
+    storable,
+    tail_hash,
+)
 from .fold import Fold, Session
 from .importers import DOCUMENTS
 from .redact import redact
@@ -148,7 +158,7 @@ class Ingester:
         self._touched: set[str] = set()
         self._forgot = False
         before = (self.summary.new_files, self.summary.updated_files)
-        files = discover(paths, missing_ok)
+        files = self._storable(discover(paths, missing_ok))
         with bulk_work():
             self._workers = self._start_workers(files)
             try:
@@ -540,6 +550,15 @@ class Ingester:
         self.summary.errors += errors
         if unknown:
             self.summary.unknown_records.setdefault(path, Counter()).update(unknown)
+
+    def _storable(self, files: list[Path]) -> list[Path]:
+        """The files whose path the database can keep; the others are skipped, each with a
+        notice (its lines cannot be traced back to a file the database cannot name)."""
+        for path in files:
+            if not storable(path):
+                self._notice(f"{shown(path)}: the path is not valid UTF-8, which the database "
+                             "cannot store; skipped (rename the file to ingest it)")
+        return [path for path in files if storable(path)]
 
     def _notice(self, message: str) -> None:
         self.summary.notices.append(message)

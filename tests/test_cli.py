@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -125,6 +127,19 @@ def test_replay_reports_put_aside_lines_on_stderr(samples: Path) -> None:
     assert "put aside: " in done.stderr
     assert "night-run.jsonl:13: invalid JSON" in done.stderr
     assert "bf-0003" in done.stdout
+
+
+def test_a_name_that_is_not_utf8_is_a_note_not_a_traceback(samples: Path, db_path: Path) -> None:
+    folder = os.fsencode(samples / "bugfix")
+    shutil.copy(folder + b"/night-run.jsonl", folder + b"/night-run-\xe9.jsonl")  # Latin-1
+    done = subprocess.run(
+        [sys.executable, "-m", "ledger", "ingest", str(db_path), str(samples)],
+        capture_output=True, text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "night-run-\\xe9.jsonl: the path is not valid UTF-8" in done.stderr
+    assert "6 files (6 new, 0 grown, 0 unchanged)" in done.stdout
 
 
 def test_every_command_has_help_with_an_example(runner: CliRunner) -> None:

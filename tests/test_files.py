@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import os
+from pathlib import Path
 from typing import BinaryIO
 
 import pytest
@@ -100,3 +102,19 @@ def test_a_line_over_the_limit_is_kept_as_its_head_with_its_length() -> None:
     assert [(line.offset, len(line.raw), line.oversize) for line in lines] == [
         (0, 2, 0), (3, RAW_KEEP, 5000), (5004, 2, 0)]
     assert end == len(text)
+
+
+@pytest.mark.parametrize(
+    ("name", "storable", "shown"),
+    [
+        (b"run.jsonl", True, "run.jsonl"),
+        ("été.jsonl".encode(), True, "été.jsonl"),
+        (b"run-\xff.jsonl", False, "run-\\xff.jsonl"),  # Latin-1, say: not UTF-8
+    ],
+)
+def test_a_path_the_database_cannot_keep_is_told_apart_and_shown_escaped(
+    name: bytes, storable: bool, shown: str
+) -> None:
+    path = Path(os.fsdecode(b"/logs/" + name))  # as os.listdir and Path.rglob give it
+    assert files.storable(path) is storable
+    assert files.shown(path) == "/logs/" + shown

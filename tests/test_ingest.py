@@ -502,6 +502,25 @@ def test_small_files_share_a_commit_up_to_the_batch_size(
     assert len(rows(db_path, "select * from sessions")) == 5
 
 
+def test_a_file_whose_name_is_not_utf8_is_skipped_with_a_notice(
+    tmp_path: Path, db_path: Path, write_jsonl
+) -> None:
+    """SQLite cannot store such a path, and every row names its file: the file is left
+    unread and said so, and the rest is ingested as if it were not there."""
+    paths = small_files(tmp_path / "runs", write_jsonl, count=2)
+    odd = Path(os.fsdecode(os.fsencode(tmp_path / "runs") + b"/run-\xff.jsonl"))
+    shutil.copy(paths[0], odd)
+    assert sorted(os.listdir(tmp_path / "runs"), key=str) == sorted(
+        ["run-0.jsonl", "run-1.jsonl", odd.name], key=str)
+    summary = ingest(db_path, [tmp_path / "runs"])
+    assert summary.notices == [
+        f"{tmp_path}/runs/run-\\xff.jsonl: the path is not valid UTF-8, which the database "
+        "cannot store; skipped (rename the file to ingest it)"]
+    assert (summary.files, summary.steps) == (2, 6)
+    assert [r["path"] for r in rows(db_path, "select path from sources order by 1")] == [
+        str(p) for p in paths]
+
+
 def test_a_file_that_fails_takes_back_only_its_own_work(
     tmp_path: Path, db_path: Path, write_jsonl, monkeypatch: pytest.MonkeyPatch
 ) -> None:
