@@ -87,6 +87,17 @@ def budget_options(func: F) -> F:
     return func
 
 
+def _utf8_text(_ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A text the database will store: a shell argument whose bytes are not UTF-8 reaches
+    Python with lone surrogates, which SQLite refuses."""
+    if value is not None:
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise click.BadParameter("not valid UTF-8", param=param) from None
+    return value
+
+
 def source_options(func: F) -> F:
     func = click.option(
         "--dialect",
@@ -95,6 +106,7 @@ def source_options(func: F) -> F:
     )(func)
     func = click.option(
         "--task-class",
+        callback=_utf8_text,
         help="Task class for sessions whose events name none (default: parent folder name).",
     )(func)
     func = click.option(
@@ -458,7 +470,9 @@ COUNT_COLUMNS = ("task_class", "sessions", "earlier", "later", "other_reason", "
 @cli.command(name="what-if")
 @click.argument("db_path", type=click.Path(exists=True, dir_okay=False))
 @budget_options
-@click.option("--task-class", help="Replay only the sessions of this task class.")
+@click.option(
+    "--task-class", callback=_utf8_text, help="Replay only the sessions of this task class."
+)
 @limit_option("changed sessions")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def what_if_command(
@@ -526,7 +540,9 @@ def what_if_command(
 @cli.command(name="propose-budget")
 @click.argument("db_path", type=click.Path(exists=True, dir_okay=False))
 @click.option(
-    "--task-class", help="Propose a budget for this task class only (default: one per class)."
+    "--task-class",
+    callback=_utf8_text,
+    help="Propose a budget for this task class only (default: one per class).",
 )
 @click.option(
     "--vendor-map",
@@ -916,7 +932,11 @@ RECORD_FIELDS = {
 @click.option("--vendor-stop", help="Round: the vendor's raw stop string.")
 @click.option("--outcome", type=click.Choice([r.value for r in StopReason]),
               help="End: the session's own outcome.")
-@click.option("--task-class", help="Task class (the first event that names one sets it).")
+@click.option(
+    "--task-class",
+    callback=_utf8_text,
+    help="Task class (the first event that names one sets it).",
+)
 @budget_options
 @click.option("--fsync", is_flag=True, help="Flush the event to disk before deciding.")
 @click.option("--json", "as_json", is_flag=True, help="Print the session's row as JSON.")

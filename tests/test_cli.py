@@ -142,6 +142,27 @@ def test_a_name_that_is_not_utf8_is_a_note_not_a_traceback(samples: Path, db_pat
     assert "6 files (6 new, 0 grown, 0 unchanged)" in done.stdout
 
 
+@pytest.mark.parametrize("command", ["ingest", "replay", "what-if", "propose-budget", "record"])
+def test_a_task_class_that_is_not_utf8_is_a_usage_error(
+    command: str, samples: Path, sample_db: Path, tmp_path: Path
+) -> None:
+    arguments = {
+        "ingest": [str(sample_db), str(samples)],
+        "replay": [str(samples)],
+        "what-if": [str(sample_db)],
+        "propose-budget": [str(sample_db)],
+        "record": [str(tmp_path / "run.jsonl"), "--session", "s", "--type", "start"],
+    }[command]
+    done = subprocess.run(
+        [sys.executable, "-m", "ledger", command, *arguments, "--task-class"]
+        + [os.fsdecode(b"\xff")],  # as a shell passes an argument of that byte
+        capture_output=True, text=True,
+    )
+    assert done.returncode == 2
+    assert "Invalid value for '--task-class': not valid UTF-8" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
 def test_every_command_has_help_with_an_example(runner: CliRunner) -> None:
     for name in cli.commands:
         result = runner.invoke(cli, [name, "--help"])
