@@ -1,0 +1,43 @@
+"""One file's records routed to sessions: what it hands the store (the fold itself is
+tests/test_fold.py's, the lines and batches tests/test_ingest.py's)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ledger.budget import Budget
+from ledger.events import Event
+from ledger.fold import Fold, Session
+from ledger.source import state_json
+from ledger.vendors import DEFAULT_VENDOR_MAP
+
+
+def folded_session(task: str) -> Session:
+    fold = Fold(Budget(max_rounds=3), DEFAULT_VENDOR_MAP, lambda text: (text, 0))
+    session = fold.new_session("s-1", source_id="src", source_path="/logs/été/run.jsonl",
+                               dialect="native", task_class="été", task=task)
+    for n, event in enumerate([Event("round", tool_calls=2, output_tokens=10, observation="a",
+                                     tool="pytest", ts="2026-11-30T10:00:00Z", at=1e9),
+                               Event("retry", tool="pytest", elapsed_s=1.5),
+                               Event("retry", tool="pytest", elapsed_s=2.25)], 1):
+        fold.step(session, event, n, n * 10)
+    return session
+
+
+@pytest.mark.parametrize("task", ["fix the flaky test", "naïve → ünïcode", ""])
+def test_state_json_is_the_resumable_state_as_json(task: str) -> None:
+    session = folded_session(task)
+    text = state_json(session)
+    assert json.loads(text) == json.loads(json.dumps(session.to_resume()))
+    assert Session.from_resume(json.loads(text)) == session
+
+
+def test_a_state_msgspec_cannot_write_is_written_by_the_standard_library() -> None:
+    """Nothing that reaches a session should hold a lone surrogate; if something did, its
+    state is still written (escaped), not lost."""
+    session = folded_session("bad \udcff byte")
+    text = state_json(session)
+    assert "\\udcff" in text
+    assert Session.from_resume(json.loads(text)) == session
