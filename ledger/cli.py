@@ -26,7 +26,7 @@ import click
 from . import __version__
 from .budget import Budget, BudgetError
 from .dialects import DIALECTS
-from .files import LedgerPathError
+from .files import LedgerPathError, storable
 from .importers import IMPORTED
 from .ingest import DEFAULT_BATCH, DEFAULT_INTERVAL, Options, Summary, follow, ingest
 from .parallel import default_jobs
@@ -88,13 +88,9 @@ def budget_options(func: F) -> F:
 
 
 def _utf8_text(_ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """A text the database will store: a shell argument whose bytes are not UTF-8 reaches
-    Python with lone surrogates, which SQLite refuses."""
-    if value is not None:
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise click.BadParameter("not valid UTF-8", param=param) from None
+    """A text the database will store (see :func:`ledger.files.storable`)."""
+    if value is not None and not storable(value):
+        raise click.BadParameter("not valid UTF-8", param=param)
     return value
 
 

@@ -62,11 +62,11 @@ def discover(paths: Iterable[str | Path], missing_ok: bool = False) -> list[Path
     return list(found.values())
 
 
-def storable(path: Path) -> bool:
-    """Whether the database can keep ``path`` as text. A name that is not valid UTF-8 comes
-    to Python with its undecodable bytes as lone surrogates, which SQLite refuses."""
+def storable(text: str | Path) -> bool:
+    """Whether the database can keep ``text`` (a path, or a name given on the command line).
+    Bytes that are not valid UTF-8 come to Python as lone surrogates, which SQLite refuses."""
     try:
-        str(path).encode("utf-8")
+        str(text).encode("utf-8")
     except UnicodeEncodeError:
         return False
     return True

@@ -554,11 +554,14 @@ class Ingester:
     def _storable(self, files: list[Path]) -> list[Path]:
         """The files whose path the database can keep; the others are skipped, each with a
         notice (its lines cannot be traced back to a file the database cannot name)."""
+        kept = []
         for path in files:
-            if not storable(path):
+            if storable(path):
+                kept.append(path)
+            else:
                 self._notice(f"{shown(path)}: the path is not valid UTF-8, which the database "
                              "cannot store; skipped (rename the file to ingest it)")
-        return [path for path in files if storable(path)]
+        return kept
 
     def _notice(self, message: str) -> None:
         self.summary.notices.append(message)
