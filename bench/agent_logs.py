@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from ledger.ingest import ingest  # noqa: E402
+from ledger.ingest.ingester import ingest  # noqa: E402
 
 PROJECTS = ("shop", "billing-api", "infra", "docs-site", "mobile-app", "data-pipeline")
 TOOLS = ("Bash", "Read", "Edit", "Grep", "Glob", "Write")

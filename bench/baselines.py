@@ -16,8 +16,9 @@
 
 ``raw_limit(..., shaped=True)`` is not a baseline the issue asks for, but a reference the
 report gives beside it: the raw limit with the tricks ingest uses that are not about
-folding: binding None without the adapter search (``ledger.store.bind_none_directly``), pages
-of 16 KB (``ledger.store.PAGE_SIZE``) and the process settings of ``ledger.bulk.bulk_work``
+folding: binding None without the adapter search
+(``ledger.db.connection.bind_none_directly``), pages of 16 KB
+(``ledger.db.connection.PAGE_SIZE``) and the process settings of ``ledger.ingest.bulk.bulk_work``
 (the garbage collector's young pass run rarely, the C heap's top kept for reuse).
 Python's ``sqlite3`` binds a None for about 0.3 us, and the raw limit's rows hold about eleven
 (no hashes, no counters, no stop), so this shows how much of ingest's ratio to the raw limit
@@ -33,9 +34,9 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
-from ledger.bulk import bulk_work
-from ledger.fold import STEP_COLUMNS
-from ledger.store import PAGE_SIZE, bind_none_directly
+from ledger.core.fold import STEP_COLUMNS
+from ledger.db.connection import PAGE_SIZE, bind_none_directly
+from ledger.ingest.bulk import bulk_work
 
 COLUMNS = STEP_COLUMNS  # the raw limit's rows below are in this order
 

@@ -23,8 +23,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ledger import store
-from ledger.dialects import (
+from ledger.db import writes
+from ledger.formats.seed_dialects import (
     GATE,
     NATIVE,
     RecordError,
@@ -34,9 +34,10 @@ from ledger.dialects import (
     native_record,
     parse_json,
 )
-from ledger.files import DEFAULT_MAX_LINE, discover, read_lines, sniff
-from ledger.ingest import Options, ingest
-from ledger.source import SourceFold
+from ledger.ingest.files import DEFAULT_MAX_LINE, discover, read_lines, sniff
+from ledger.ingest.ingester import ingest
+from ledger.ingest.options import Options
+from ledger.ingest.source import SourceFold
 
 
 def jsonl_files(corpus: Path) -> list[tuple[Path, str]]:
@@ -84,21 +85,21 @@ def pipeline(files: list[tuple[Path, str]], depth: int) -> int:
 def whole_ingest(corpus: Path, write_steps: bool = True, verdicts: bool = True) -> int:
     """A whole ingest into a fresh database; optionally without the ``steps`` rows (and then
     without the verdict tables, which read them) or without the verdict tables."""
-    from ledger import verdict_store
+    from ledger.db import verdict_tables
 
-    original, after_ingest = store.write_batch, verdict_store.after_ingest
+    original, after_ingest = writes.write_batch, verdict_tables.after_ingest
 
     def without_steps(conn, *, steps, **rest):  # type: ignore[no-untyped-def]
         return original(conn, steps=[], **rest)
 
-    store.write_batch = original if write_steps else without_steps
+    writes.write_batch = original if write_steps else without_steps
     if not verdicts:
-        verdict_store.after_ingest = lambda *_args, **_kwargs: None
+        verdict_tables.after_ingest = lambda *_args, **_kwargs: None
     try:
         with tempfile.TemporaryDirectory() as tmp:
             summary = ingest(Path(tmp) / "ledger.db", [corpus])
     finally:
-        store.write_batch, verdict_store.after_ingest = original, after_ingest
+        writes.write_batch, verdict_tables.after_ingest = original, after_ingest
     return summary.steps + summary.errors
 
 

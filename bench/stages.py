@@ -145,7 +145,7 @@ def dashboard(args: dict[str, Any]) -> Result:
     """Median request time of each page through Datasette's in-process client."""
     from datasette.app import Datasette
 
-    from ledger.serve import SETTINGS, metadata_for
+    from ledger.views.serve import SETTINGS, metadata_for
 
     db = args["db"]
     metadata = metadata_for(db)

@@ -19,11 +19,11 @@ import sqlite3
 import time
 from pathlib import Path
 
-from ledger.budget import Budget
-from ledger.ingest import ingest
-from ledger.stored import stored_sessions
-from ledger.vendors import DEFAULT_VENDOR_MAP
-from ledger.whatif import Replayer, what_if
+from ledger.analysis.whatif import Replayer, what_if
+from ledger.core.budget import Budget
+from ledger.core.vendors import DEFAULT_VENDOR_MAP
+from ledger.db.stored import stored_sessions
+from ledger.ingest.ingester import ingest
 
 BUDGETS = (
     (),

@@ -1,3 +1,3 @@
-from .cli import cli
+from ledger.cli import cli
 
 cli()

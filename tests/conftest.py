@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from ledger.ingest import Options, ingest
+from ledger.ingest.ingester import ingest
+from ledger.ingest.options import Options
 from tests.helpers import SAMPLES
 
 

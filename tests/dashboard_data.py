@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from ledger.ingest import ingest
+from ledger.ingest.ingester import ingest
 from tests.helpers import SAMPLES
 
 SCRIPT = "<script>window.__pwned = 'script'</script>"

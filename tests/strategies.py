@@ -8,7 +8,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from ledger.budget import Budget
+from ledger.core.budget import Budget
 
 OBSERVATIONS = st.sampled_from(["same", "other", "third"])
 VENDOR_STOPS = st.sampled_from([None, None, None, "end_turn", "tool_use", "max_tokens",

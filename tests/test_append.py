@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from ledger import append
-from ledger.append import append_line
-from ledger.budget import Budget
-from ledger.ingest import ingest
-from ledger.recorder import open_session
+from ledger.core.budget import Budget
+from ledger.ingest.ingester import ingest
+from ledger.live import append
+from ledger.live.append import append_line
+from ledger.live.recorder import open_session
 from tests.helpers import ROOT, rows
 
 PIPE_BUF = 4096
@@ -37,7 +37,7 @@ def test_a_line_without_its_newline_is_refused(tmp_path: Path) -> None:
 
 
 def short_writes(monkeypatch: pytest.MonkeyPatch, script: list[int | Exception]) -> list[int]:
-    """Make os.write in ledger.append write at most the scripted number of bytes per call."""
+    """Make os.write in ledger.live.append write at most the scripted number of bytes per call."""
     real = os.write
     calls: list[int] = []
 
@@ -75,8 +75,8 @@ def test_a_failed_write_takes_its_part_back(
 WRITER = """
 import sys, time
 from pathlib import Path
-from ledger.recorder import open_session
-from ledger.budget import Budget
+from ledger.live.recorder import open_session
+from ledger.core.budget import Budget
 
 path, n, events, ready, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
 off = Budget(**{k: None for k in Budget.keys()})

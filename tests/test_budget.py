@@ -16,9 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger.budget import GATE, LOOP, Budget, BudgetError, Machine, State
-from ledger.events import Event
-from ledger.reasons import SEED_VENDOR_MAP, StopReason
+from ledger.core.budget import GATE, LOOP, Budget, BudgetError, Machine, State
+from ledger.core.events import Event
+from ledger.core.reasons import SEED_VENDOR_MAP, StopReason
 from tests.seeds import agent_budget as seed002
 from tests.seeds import loop_budget as seed000
 
@@ -336,7 +336,7 @@ def seed000_stop(rounds: list[dict], budget: Budget) -> tuple[str, int | None]:
 @settings(max_examples=400, deadline=None)
 @given(rounds=trace_rounds, budget=loop_budgets)
 def test_trace_replay_matches_seed_000(rounds, budget) -> None:
-    from ledger.dialects import trace_rounds as parse_trace
+    from ledger.formats.seed_dialects import trace_rounds as parse_trace
 
     _, records = parse_trace({"task": "t", "rounds": rounds})
     events = [record.event for _, record in records]
@@ -386,7 +386,7 @@ def seed002_run(actions: list[tuple[str, float]], budget: Budget, ledger: Path,
 @settings(max_examples=300, deadline=None)
 @given(actions=gate_actions, budget=gate_budgets)
 def test_gate_replay_matches_seed_002(actions, budget) -> None:
-    from ledger.dialects import gate_record
+    from ledger.formats.seed_dialects import gate_record
 
     with pytest.MonkeyPatch.context() as mp, tempfile.TemporaryDirectory() as tmp:
         ledger = Path(tmp) / "agent_ledger.jsonl"
@@ -401,7 +401,7 @@ def test_gate_replay_matches_seed_002(actions, budget) -> None:
 @settings(max_examples=200, deadline=None)
 @given(rounds=trace_rounds, budget=loop_budgets)
 def test_replay_is_deterministic(rounds, budget) -> None:
-    from ledger.dialects import trace_rounds as parse_trace
+    from ledger.formats.seed_dialects import trace_rounds as parse_trace
 
     def once() -> dict:
         _, records = parse_trace({"task": "t", "rounds": rounds})

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from ledger import bulk
+from ledger.ingest import bulk
 
 glibc = pytest.mark.skipif(
     bulk._mallopt() is None, reason="the heap's top pad is a glibc setting (mallopt)"
@@ -35,7 +35,7 @@ def test_rare_young_collections_puts_the_pace_back_when_the_work_fails() -> None
 CHURN = """
 import io, marshal, resource, sys
 from contextlib import nullcontext
-from ledger import bulk
+from ledger.ingest import bulk
 
 rows = [(f"session-{i % 40}", i, "round", "grep", "a detail", 1, 2, None, "0123456789abcdef",
          None, None, "2024-05-30T22:00:08.123Z", 1.5, 3, 4, 5, 6, 0, 1, None, 0, "src", i,

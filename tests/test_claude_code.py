@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from ledger.reasons import StopReason
+from ledger.core.reasons import StopReason
 from tests.helpers import REAL_LOGS, rows
 from tests.helpers import session_row as session
 from tests.helpers import step_rows as steps

@@ -130,7 +130,7 @@ def test_jobs_change_how_fast_not_what_is_stored(
 ) -> None:
     """Over 4 MB of new files: ``--jobs 2`` starts two workers, ``--jobs 0`` none, and both
     print the same summary and store the same rows."""
-    from ledger import parallel
+    from ledger.ingest import parallel
     from tests.corpus import write_ledgers
     from tests.helpers import dump
 

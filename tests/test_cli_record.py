@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ledger.budget import Budget
 from ledger.cli import EXIT_BUDGET, cli
-from ledger.ingest import Options
-from ledger.recorder import iso
-from ledger.replay import replay
+from ledger.core.budget import Budget
+from ledger.ingest.options import Options
+from ledger.ingest.replay import replay
+from ledger.live.recorder import iso
 from tests.helpers import ROOT
 
 

@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from ledger import store
-from ledger.budget import Budget
 from ledger.cli import EXIT_STAY, cli
-from ledger.ingest import Options, ingest
+from ledger.core.budget import Budget
+from ledger.db import connection
+from ledger.ingest.ingester import ingest
+from ledger.ingest.options import Options
 from tests.helpers import rows
 
 
@@ -63,7 +64,7 @@ def test_a_larger_tolerance_can_make_a_class_ready(sample_db: Path) -> None:
 
 
 def test_fail_on_stay_fails_closed_on_an_empty_database(db_path: Path) -> None:
-    store.connect(db_path).conn.close()
+    connection.connect(db_path).conn.close()
     result = run("paid-path", db_path, "--fail-on-stay")
     assert result.exit_code == EXIT_STAY
     assert "nothing can be judged ready" in result.output

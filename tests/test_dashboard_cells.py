@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from markupsafe import Markup
 
-from ledger.reasons import DECISIONS, StopReason
+from ledger.core.reasons import DECISIONS, StopReason
 from ledger_dashboard import cells
 from tests.dashboard_data import PAYLOADS
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ledger.budget import Budget
+from ledger.core.budget import Budget
 from ledger_dashboard import charts
 from ledger_dashboard.cells import REASON_COLOURS
 from ledger_dashboard.timeline import gauges, step_meters

@@ -13,7 +13,7 @@ import pytest
 from datasette.app import Datasette
 from datasette.utils import tilde_encode
 
-from ledger.serve import merge, metadata_for
+from ledger.views.serve import merge, metadata_for
 from tests import dashboard_data as data
 from tests.helpers import rows
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from ledger.budget import Budget
+from ledger.core.budget import Budget
 from ledger_dashboard.timeline import SHORT, gauges, meter, repeats, run_length, step_meters
 
 ALL_METERS = (

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger.deadline import ToolRun, run_with_deadline
+from ledger.live.deadline import ToolRun, run_with_deadline
 
 
 def gone(pid: int) -> bool:

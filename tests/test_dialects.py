@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger.dialects import (
+from ledger.formats.seed_dialects import (
     GATE,
     NATIVE,
     TRACE,
@@ -378,7 +378,7 @@ def test_a_trace_needs_rounds() -> None:
 
 
 def test_trace_fields_read_with_seed_defaults_are_not_counted_as_meters() -> None:
-    from ledger.events import meters_of
+    from ledger.core.events import meters_of
 
     _, rounds = trace_rounds({"rounds": [
         {"tool_calls": [], "output_tokens": 5, "observation": "x", "tool_error": False},

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger import files
-from ledger.files import RAW_KEEP, Line, read_lines
+from ledger.ingest import files
+from ledger.ingest.files import RAW_KEEP, Line, read_lines
 
 
 def one_line_at_a_time(

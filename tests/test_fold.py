@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger.budget import Budget
-from ledger.events import Event
-from ledger.fold import (
+from ledger.core.budget import Budget
+from ledger.core.events import Event
+from ledger.core.fold import (
     DETAIL_MAX,
     EXCERPT_MAX,
     MEMO_CHARS,
@@ -23,8 +23,8 @@ from ledger.fold import (
     Session,
     families_for,
 )
-from ledger.redact import redact
-from ledger.vendors import DEFAULT_VENDOR_MAP
+from ledger.core.redact import redact
+from ledger.core.vendors import DEFAULT_VENDOR_MAP
 
 
 def no_redaction(text: str) -> tuple[str, int]:
@@ -218,7 +218,7 @@ def test_a_plain_text_is_given_out_as_one_copy(fold: Fold) -> None:
 
 
 def test_observation_hash_is_of_the_original_text(fold: Fold) -> None:
-    from ledger.events import observation_hash
+    from ledger.core.events import observation_hash
 
     fold = Fold(Budget(), DEFAULT_VENDOR_MAP, redact)
     text = "token=hunter2hunter2 failed"

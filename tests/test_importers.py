@@ -13,9 +13,10 @@ import pytest
 from click.testing import CliRunner
 
 from ledger.cli import cli
-from ledger.files import sniff
-from ledger.importers import detect_any, excerpt, folder_name, whole
-from ledger.ingest import ingest
+from ledger.formats.agent_records import excerpt, folder_name, whole
+from ledger.formats.detect import detect_any
+from ledger.ingest.files import sniff
+from ledger.ingest.ingester import ingest
 from tests.helpers import REAL_LOGS, dump, rows
 
 SAMPLES = sorted(p.name for p in REAL_LOGS.glob("0*"))

@@ -11,10 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger.budget import Budget
-from ledger.files import LedgerPathError
-from ledger.ingest import Options, ingest
-from ledger.reasons import StopReason
+from ledger.core.budget import Budget
+from ledger.core.reasons import StopReason
+from ledger.ingest.files import LedgerPathError
+from ledger.ingest.ingester import ingest
+from ledger.ingest.options import Options
 from tests.helpers import SAMPLES, dump, rows, scratch_dir
 
 EXPECTED_SAMPLE_STOPS = {
@@ -483,19 +484,19 @@ def test_small_files_share_a_commit_up_to_the_batch_size(
     tmp_path: Path, db_path: Path, write_jsonl, monkeypatch: pytest.MonkeyPatch,
     batch: int, commits: int,
 ) -> None:
-    from ledger import store, verdict_store
+    from ledger.db import connection, verdict_tables
 
     small_files(tmp_path / "runs", write_jsonl)
     statements: list[str] = []
-    connect = store.connect
+    connect = connection.connect
 
     def traced(path):  # type: ignore[no-untyped-def]
         db = connect(path)
         db.conn.set_trace_callback(statements.append)
         return db
 
-    monkeypatch.setattr(store, "connect", traced)
-    monkeypatch.setattr(verdict_store, "after_ingest", lambda *_a, **_k: None)
+    monkeypatch.setattr(connection, "connect", traced)
+    monkeypatch.setattr(verdict_tables, "after_ingest", lambda *_a, **_k: None)
     summary = ingest(db_path, [tmp_path / "runs"], Options(batch=batch))
     assert summary.steps == 15
     assert statements.count("COMMIT") == commits  # 5 files x 3 lines, after the migrations
@@ -524,7 +525,7 @@ def test_a_file_whose_name_is_not_utf8_is_skipped_with_a_notice(
 def test_a_file_that_fails_takes_back_only_its_own_work(
     tmp_path: Path, db_path: Path, write_jsonl, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ledger.source import SourceFold
+    from ledger.ingest.source import SourceFold
 
     paths = small_files(tmp_path / "runs", write_jsonl)
     feed_lines = SourceFold.feed_lines
@@ -585,7 +586,7 @@ def test_ingest_keeps_the_heaps_top_while_it_works_and_puts_the_default_back(
     samples: Path, db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """See bulk.padded_heap: set once for the ingest, glibc's default put back at its end."""
-    from ledger import bulk
+    from ledger.ingest import bulk
 
     pads: list[int] = []
 
@@ -606,7 +607,7 @@ def test_ingest_restores_the_garbage_collectors_pace(
     puts the pace back afterwards, also when it fails."""
     import gc
 
-    from ledger import ingest as ingest_module
+    from ledger.ingest import ingester as ingest_module
 
     before = gc.get_threshold()
     seen: list[tuple[int, ...]] = []

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from ledger.ingest import Options, ingest
+from ledger.ingest.ingester import ingest
+from ledger.ingest.options import Options
 from tests.helpers import FIXTURES, rows
 
 HOSTILE = FIXTURES / "hostile"

@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 from datasette.app import Datasette
 
-from ledger.ingest import Options, ingest
+from ledger.ingest.ingester import ingest
+from ledger.ingest.options import Options
 from tests.corpus import write_ledgers
 from tests.helpers import ROOT, dump, scratch_dir
 

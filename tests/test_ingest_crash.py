@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from ledger.ingest import Options, ingest
+from ledger.ingest.ingester import ingest
+from ledger.ingest.options import Options
 from tests.corpus import write_ledgers
 from tests.helpers import ROOT, dump, rows, scratch_dir
 

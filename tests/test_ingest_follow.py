@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from ledger.ingest import Options, Summary, follow, ingest
+from ledger.ingest.ingester import follow, ingest
+from ledger.ingest.options import Options, Summary
 from tests.corpus import write_ledgers
 from tests.helpers import ROOT, dump, rows
 

@@ -16,10 +16,11 @@ from pathlib import Path
 
 import pytest
 
-import ledger.ingest as ledger_ingest
-from ledger import store
-from ledger.events import observation_hash
-from ledger.ingest import Options, ingest
+from ledger.core.events import observation_hash
+from ledger.db import connection
+from ledger.ingest import options as ingest_options
+from ledger.ingest.ingester import ingest
+from ledger.ingest.options import Options
 from tests.helpers import rows
 
 PEM = (
@@ -126,7 +127,7 @@ def write_ledgers(root: Path) -> Path:
 
 
 def test_no_secret_reaches_any_column_or_byte(ledgers: Path, db_path: Path) -> None:
-    store.connect(db_path).conn.close()
+    connection.connect(db_path).conn.close()
     keep_wal_open = sqlite3.connect(db_path)  # so the -wal file outlives the ingest
     keep_wal_open.execute("select count(*) from sqlite_master").fetchall()
     try:
@@ -220,7 +221,7 @@ def test_observation_hashes_are_taken_before_redaction(tmp_path: Path, monkeypat
     ]) + "\n")
     redacted_db, plain_db = tmp_path / "redacted.db", tmp_path / "plain.db"
     ingest(redacted_db, [ledger])
-    monkeypatch.setattr(ledger_ingest, "redact", lambda text: (text, 0))
+    monkeypatch.setattr(ingest_options, "redact", lambda text: (text, 0))
     ingest(plain_db, [ledger])
 
     def budget_view(db: Path) -> list[dict]:
@@ -250,7 +251,7 @@ def test_rows_read_again_leave_no_trace_in_free_pages(
         conn.execute("pragma secure_delete = off")  # as most builds are
         return conn
 
-    monkeypatch.setattr(store.sqlite3, "connect", connect_secure_delete_off)
+    monkeypatch.setattr(connection.sqlite3, "connect", connect_secure_delete_off)
     ledger = tmp_path / "runs" / "agent.jsonl"
     ledger.parent.mkdir()
     secret = "9f8e7d6c5b4aZZ3f2e"
@@ -259,7 +260,7 @@ def test_rows_read_again_leave_no_trace_in_free_pages(
                     "detail": f"token={secret}"}) + "\n" for n in range(2000)))
     db = tmp_path / "ledger.db"
     with monkeypatch.context() as old_version:
-        old_version.setattr(ledger_ingest, "redact", lambda text: (text, 0))
+        old_version.setattr(ingest_options, "redact", lambda text: (text, 0))
         ingest(db, [ledger])
     assert secret.encode() in db.read_bytes()
     ledger.write_text(json.dumps({"session": "new", "type": "round"}) + "\n")  # replaced

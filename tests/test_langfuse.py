@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from ledger.ingest import Options, ingest
+from ledger.ingest.ingester import ingest
+from ledger.ingest.options import Options
 from tests.helpers import REAL_LOGS, rows
 
 EXPORT = REAL_LOGS / "06_langfuse_export_claude_agent_sdk_via_otel_2025-12-22.trace.json"

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from ledger.leftovers import (
+from ledger.analysis.leftovers import (
     CATEGORIES,
     SKIP_DIRS,
     Category,

@@ -16,16 +16,18 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ledger import ingest as ingest_module
-from ledger import parallel
-from ledger.fold import STEP_COLUMNS
-from ledger.ingest import Ingester, Options, ingest
-from ledger.source import Folded, Output
+from ledger.core.fold import STEP_COLUMNS
+from ledger.db import connection
+from ledger.ingest import claims, parallel
+from ledger.ingest.ingester import Ingester, ingest
+from ledger.ingest.options import Options, Summary
+from ledger.ingest.source import Folded, Output
 from tests.corpus import write_ledgers
 from tests.helpers import FIXTURES, REAL_LOGS, ROOT, SAMPLES
 
@@ -74,7 +76,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def two_ways(
     paths: list[Path], tmp_path: Path, jobs: int = 2, **options: Any
-) -> tuple[Path, Path, ingest_module.Summary, ingest_module.Summary]:
+) -> tuple[Path, Path, Summary, Summary]:
     """Ingest ``paths`` in this process and with ``jobs`` workers; both databases and
     summaries."""
     here, ahead = tmp_path / "here.db", tmp_path / "ahead.db"
@@ -90,7 +92,7 @@ def assert_same(here: Path, ahead: Path) -> None:
         assert a[table] == b[table], table
 
 
-def assert_same_summary(one: ingest_module.Summary, other: ingest_module.Summary) -> None:
+def assert_same_summary(one: Summary, other: Summary) -> None:
     """The same summary, but that the second ingest started workers and the first none."""
     a, b = one.to_dict(), other.to_dict()
     assert (a.pop("workers"), b.pop("workers") > 0) == (0, True)
@@ -178,13 +180,13 @@ def test_a_claim_other_than_planned_is_folded_by_the_writer(
     corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, writer_folds: list[str]
 ) -> None:
     """Another ingest may claim a file between the plan and this one's claim."""
-    plan = Ingester._plan
+    plan = claims.plan
 
-    def wrong_ids(self: Ingester, files: list[Path]) -> list[parallel.Job]:
-        return [parallel.Job(**{**vars(job), "source_id": job.source_id + "-x"})
-                if job.path.endswith("ledger-1.jsonl") else job for job in plan(self, files)]
+    def wrong_ids(conn: Any, files: list[Path], options: Options) -> list[claims.PlannedSource]:
+        return [replace(p, source_id=p.source_id + "-x") if p.path.name == "ledger-1.jsonl"
+                else p for p in plan(conn, files, options)]
 
-    monkeypatch.setattr(Ingester, "_plan", wrong_ids)
+    monkeypatch.setattr(claims, "plan", wrong_ids)
     here, ahead, _, _ = two_ways([corpus / "volume"], tmp_path)
     assert_same(here, ahead)
     assert writer_folds == ["ledger-1.jsonl"]  # and its batches, sent all the same, skipped
@@ -244,7 +246,7 @@ def test_stopping_between_batches_and_going_on_later_gives_the_same_database(
     ingest(here, [corpus], Options(jobs=0, batch=50))
     ahead = tmp_path / "ahead.db"
     calls = iter(range(1_000_000))
-    db = ingest_module.store.connect(ahead)
+    db = connection.connect(ahead)
     try:
         options = Options(jobs=2, parallel_min_bytes=0, batch=50)
         stopped = Ingester(db, options, should_stop=lambda: next(calls) > 40).ingest([corpus])
@@ -393,9 +395,9 @@ def test_a_file_another_ingest_went_on_with_is_continued_from_where_that_one_sto
     def meanwhile(self: Ingester, info: Any, source: dict[str, Any]) -> Any:
         batches = batches_ahead(self, info, source)
         if batches is not None and info.path.name == "b.jsonl":
-            self._end_transaction("COMMIT")  # the claim, for the other ingest to see
+            self._tx.end("COMMIT")  # the claim, for the other ingest to see
             checks = iter(range(10))
-            other = ingest_module.store.connect(ahead)
+            other = connection.connect(ahead)
             try:  # stops before its second batch
                 Ingester(other, Options(jobs=0, batch=50),
                          should_stop=lambda: next(checks) >= 2).ingest([info.path])

@@ -13,14 +13,15 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 
-from ledger.budget import Budget
+from ledger.analysis.propose import CAPS, Proposal, propose, to_toml, trial, usage
+from ledger.analysis.whatif import COMPLETE, Replayer, evaluate
 from ledger.cli import EXIT_NO_VERIFIED, cli, read_budget_file
-from ledger.events import Event
-from ledger.ingest import Options, ingest
-from ledger.propose import CAPS, Proposal, propose, to_toml, trial, usage
-from ledger.stored import VERIFIED, StoredSession, open_readonly, stored_sessions
-from ledger.vendors import DEFAULT_VENDOR_MAP
-from ledger.whatif import COMPLETE, Replayer, evaluate
+from ledger.core.budget import Budget
+from ledger.core.events import Event
+from ledger.core.vendors import DEFAULT_VENDOR_MAP
+from ledger.db.stored import VERIFIED, StoredSession, open_readonly, stored_sessions
+from ledger.ingest.ingester import ingest
+from ledger.ingest.options import Options
 from tests.strategies import ledger, write_ledger
 
 OFF = Budget(**{key: None for key in Budget.keys()})

@@ -15,12 +15,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger.budget import Budget
-from ledger.files import LedgerPathError
-from ledger.ingest import Options
-from ledger.reasons import StopReason
-from ledger.recorder import BudgetExceeded, Recorder, open_session
-from ledger.replay import replay, replay_session
+from ledger.core.budget import Budget
+from ledger.core.reasons import StopReason
+from ledger.ingest.files import LedgerPathError
+from ledger.ingest.options import Options
+from ledger.ingest.replay import replay, replay_session
+from ledger.live.recorder import BudgetExceeded, Recorder, open_session
 from tests.helpers import ROOT
 from tests.test_deadline import FAMILY, wait_gone
 

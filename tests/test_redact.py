@@ -1,4 +1,4 @@
-"""Specification of ledger.redact: what is a secret, what its marker looks like, what is not.
+"""Specification of ledger.core.redact: what is a secret, what its marker looks like, what is not.
 
 Every secret in this file and in tests/fixtures/secrets/ is fake: right shape, random content.
 """
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from ledger.redact import REDACTION_KINDS, redact, redact_counts
+from ledger.core.redact import REDACTION_KINDS, redact, redact_counts
 
 FIXTURES = Path(__file__).parent / "fixtures" / "secrets"
 
@@ -412,7 +412,7 @@ def test_specific_kind_wins_over_its_context() -> None:
 
 
 def test_kinds_are_documented() -> None:
-    import ledger.redact as module
+    import ledger.core.redact as module
 
     assert isinstance(REDACTION_KINDS, tuple)
     assert len(set(REDACTION_KINDS)) == len(REDACTION_KINDS)

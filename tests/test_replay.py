@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ledger.budget import Budget
-from ledger.ingest import Options, ingest
-from ledger.replay import replay_session
+from ledger.core.budget import Budget
+from ledger.ingest.ingester import ingest
+from ledger.ingest.options import Options
+from ledger.ingest.replay import replay_session
 from tests.helpers import rows
 
 

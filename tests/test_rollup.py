@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 import sqlite_utils
 
-from ledger import rollup, store
-from ledger.budget import Budget
-from ledger.ingest import Options, ingest
+from ledger.core.budget import Budget
+from ledger.db import connection, rollup, writes
+from ledger.ingest.ingester import ingest
+from ledger.ingest.options import Options
 from tests.helpers import rows
 
 
@@ -167,7 +168,7 @@ def test_the_migration_fills_the_rollup_of_an_older_database(samples: Path, db_p
             conn.execute(f"drop index {index}")
         conn.execute("delete from _migrations where name like '%_dashboard'")
         conn.execute("pragma user_version = 0")  # any other version: migrate() looks again
-    db = store.connect(db_path)
+    db = connection.connect(db_path)
     assert isinstance(db, sqlite_utils.Database)
     db.conn.close()
     assert stored(db_path) == expected
@@ -182,19 +183,19 @@ def test_a_file_that_fails_mid_way_leaves_the_rollup_whole(
     ledger = samples / "bugfix" / "night-run.jsonl"
     with ledger.open("a") as f:
         f.write('{"session": "bf-0002", "type": "action", "action": "write"}\n')
-    write_batch = store.write_batch
+    write_batch = writes.write_batch
 
     def failing(conn, **batch):  # type: ignore[no-untyped-def]
         if batch["source"]["path"] == str(ledger) and batch["steps"]:
             raise OSError(5, "Input/output error")  # after the rollup was taken out
         write_batch(conn, **batch)
 
-    monkeypatch.setattr(store, "write_batch", failing)
+    monkeypatch.setattr(writes, "write_batch", failing)
     summary = ingest(db_path, [samples])
     assert any("could not be read" in n for n in summary.notices)
     assert_consistent(db_path)
 
-    monkeypatch.setattr(store, "write_batch", write_batch)
+    monkeypatch.setattr(writes, "write_batch", write_batch)
     ingest(db_path, [samples])
     assert_consistent(db_path)
     assert rows(db_path, "select events from sessions where session_id = 'bf-0002'") == [

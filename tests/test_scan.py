@@ -12,10 +12,10 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from ledger import store
+from ledger.analysis.leftovers import CATEGORIES, Patterns
+from ledger.analysis.scan import scan, store_findings
 from ledger.cli import EXIT_STRICT, cli
-from ledger.leftovers import CATEGORIES, Patterns
-from ledger.scan import scan, store_findings
+from ledger.db import connection, migrations
 from tests.helpers import FIXTURES, ROOT, rows
 
 #: Everything the fixture repository holds, as (path, line, category).
@@ -91,9 +91,9 @@ def test_a_latin1_file_is_still_searched(tmp_path: Path) -> None:
 
 
 def test_the_migration_adds_the_leftovers_table(db_path: Path) -> None:
-    store.connect(db_path).conn.close()
+    connection.connect(db_path).conn.close()
     with closing(sqlite3.connect(db_path)) as conn:
-        assert conn.execute("pragma user_version").fetchone()[0] == len(store.MIGRATIONS)
+        assert conn.execute("pragma user_version").fetchone()[0] == len(migrations.MIGRATIONS)
         columns = [r[1] for r in conn.execute("pragma table_info(leftovers)")]
     assert columns == [
         "repo", "path", "line", "category", "matched", "text", "action", "scanned_at",

@@ -8,7 +8,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from ledger.dialects import RecordError, native_record
+from ledger.formats.seed_dialects import RecordError, native_record
 from tests.helpers import ROOT, SAMPLES
 
 SCHEMA = json.loads((ROOT / "ledger" / "schema" / "native-event.schema.json").read_text())

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from datasette.app import Datasette
 
 from ledger.cli import cli
-from ledger.serve import (
+from ledger.views.serve import (
     MetadataError,
     datasette_args,
     merge,

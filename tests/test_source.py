@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from ledger.budget import Budget
-from ledger.events import Event
-from ledger.fold import Fold, Session
-from ledger.source import state_json
-from ledger.vendors import DEFAULT_VENDOR_MAP
+from ledger.core.budget import Budget
+from ledger.core.events import Event
+from ledger.core.fold import Fold, Session
+from ledger.core.vendors import DEFAULT_VENDOR_MAP
+from ledger.ingest.source import state_json
 
 
 def folded_session(task: str) -> Session:

@@ -19,9 +19,9 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger import store, verdict_store
 from ledger.cli import cli
-from ledger.ingest import ingest
+from ledger.db import connection, migrations, verdict_tables
+from ledger.ingest.ingester import ingest
 from tests.helpers import FIXTURES, ROOT, dump, scratch_dir
 
 OLD = FIXTURES / "schema-001.db"
@@ -70,11 +70,11 @@ def test_an_old_database_is_migrated_in_place_with_its_data_intact(old_db: Path)
     """Every row and column it had is still there; later migrations add tables and columns."""
     old_columns = columns(old_db)
     before = contents(old_db)
-    db = store.connect(old_db)
+    db = connection.connect(old_db)
     db.conn.close()
-    assert raw(old_db, "pragma user_version") == [(store.SCHEMA_VERSION,)]
+    assert raw(old_db, "pragma user_version") == [(migrations.SCHEMA_VERSION,)]
     names = [n for (n,) in raw(old_db, "select name from _migrations order by rowid")]
-    assert names == [name for name, _ in store.MIGRATIONS]
+    assert names == [name for name, _ in migrations.MIGRATIONS]
     indexes = {n for (n,) in raw(old_db, "select name from sqlite_master where type='index'")}
     assert {"idx_sources_path", "idx_sources_fingerprint"} <= indexes
     assert contents(old_db, old_columns) == before
@@ -100,12 +100,12 @@ def test_migrations_are_applied_in_order_once(
 ) -> None:
     applied: list[str] = []
     extra = [(f"9{n}_test", lambda db, n=n: applied.append(f"9{n}_test")) for n in range(3)]
-    monkeypatch.setattr(store, "MIGRATIONS", (*store.MIGRATIONS, *extra))
-    monkeypatch.setattr(store, "SCHEMA_VERSION", len(store.MIGRATIONS))
-    store.connect(old_db).conn.close()
-    store.connect(old_db).conn.close()
+    monkeypatch.setattr(migrations, "MIGRATIONS", (*migrations.MIGRATIONS, *extra))
+    monkeypatch.setattr(migrations, "SCHEMA_VERSION", len(migrations.MIGRATIONS))
+    connection.connect(old_db).conn.close()
+    connection.connect(old_db).conn.close()
     assert applied == ["90_test", "91_test", "92_test"]
-    assert raw(old_db, "pragma user_version") == [(len(store.MIGRATIONS),)]
+    assert raw(old_db, "pragma user_version") == [(len(migrations.MIGRATIONS),)]
 
 
 def test_a_failing_migration_changes_nothing(
@@ -115,10 +115,10 @@ def test_a_failing_migration_changes_nothing(
         raise sqlite3.OperationalError("boom")
 
     before = contents(old_db)
-    monkeypatch.setattr(store, "MIGRATIONS", (*store.MIGRATIONS, ("99_broken", broken)))
-    monkeypatch.setattr(store, "SCHEMA_VERSION", len(store.MIGRATIONS))
+    monkeypatch.setattr(migrations, "MIGRATIONS", (*migrations.MIGRATIONS, ("99_broken", broken)))
+    monkeypatch.setattr(migrations, "SCHEMA_VERSION", len(migrations.MIGRATIONS))
     with pytest.raises(sqlite3.OperationalError, match="boom"):
-        store.connect(old_db)
+        connection.connect(old_db)
     assert raw(old_db, "pragma user_version") == [(1,)]
     assert [n for (n,) in raw(old_db, "select name from _migrations")] == ["001_initial"]
     assert contents(old_db) == before
@@ -126,19 +126,19 @@ def test_a_failing_migration_changes_nothing(
 
 def test_a_database_from_a_newer_agent_ledger_is_refused(old_db: Path, tmp_path: Path) -> None:
     conn = sqlite3.connect(old_db)
-    conn.execute(f"pragma user_version = {store.SCHEMA_VERSION + 1}")
+    conn.execute(f"pragma user_version = {migrations.SCHEMA_VERSION + 1}")
     conn.close()
     ledger = tmp_path / "l.jsonl"
     ledger.write_text('{"session": "s", "type": "round"}\n')
     result = CliRunner().invoke(cli, ["ingest", str(old_db), str(ledger)])
     assert result.exit_code == 1
-    assert f"schema version {store.SCHEMA_VERSION + 1} is newer" in result.output
+    assert f"schema version {migrations.SCHEMA_VERSION + 1} is newer" in result.output
     assert "Traceback" not in result.output
 
 
 def test_a_new_database_records_its_version(db_path: Path) -> None:
-    store.connect(db_path).conn.close()
-    assert raw(db_path, "pragma user_version") == [(store.SCHEMA_VERSION,)]
+    connection.connect(db_path).conn.close()
+    assert raw(db_path, "pragma user_version") == [(migrations.SCHEMA_VERSION,)]
     assert raw(db_path, "pragma journal_mode") == [("wal",)]
 
 
@@ -147,8 +147,8 @@ def test_a_new_database_has_pages_of_16_kb_and_an_old_one_keeps_its_own(
 ) -> None:
     """A page size is fixed once a file is written (in WAL mode for good), so a database
     made before it was 16 KB keeps SQLite's 4 KB and is migrated and ingested into as is."""
-    store.connect(tmp_path / "new.db").conn.close()
-    assert raw(tmp_path / "new.db", "pragma page_size") == [(store.PAGE_SIZE,)] == [(16384,)]
+    connection.connect(tmp_path / "new.db").conn.close()
+    assert raw(tmp_path / "new.db", "pragma page_size") == [(connection.PAGE_SIZE,)] == [(16384,)]
     assert raw(old_db, "pragma page_size") == [(4096,)]
     ingest(old_db, [ROOT / "sample_ledgers"])
     assert raw(old_db, "pragma page_size") == [(4096,)]
@@ -158,7 +158,7 @@ def test_a_new_database_has_pages_of_16_kb_and_an_old_one_keeps_its_own(
 def test_steps_are_stored_in_session_order_with_no_other_index(old_db: Path) -> None:
     """Migration 009: a step is written into one B-tree, its primary key's (a source's steps
     are found through its sessions), in a new database and in a migrated one alike."""
-    store.connect(old_db).conn.close()
+    connection.connect(old_db).conn.close()
     (sql,) = raw(old_db, "select sql from sqlite_master where name = 'steps'")[0]
     assert sql.endswith("WITHOUT ROWID")
     assert [origin for (origin,) in raw(old_db, "select origin from pragma_index_list('steps')")
@@ -170,7 +170,7 @@ def test_steps_are_stored_in_session_order_with_no_other_index(old_db: Path) -> 
 def _open_at_once(path: Path, start: Any, answers: Any) -> None:
     start.wait()
     try:
-        store.connect(path).conn.close()
+        connection.connect(path).conn.close()
         answers.put("ok")
     except sqlite3.Error as exc:
         answers.put(repr(exc))
@@ -205,7 +205,7 @@ def test_switching_to_wal_gives_up_after_the_timeout(db_path: Path) -> None:
     try:
         started = time.monotonic()
         with pytest.raises(sqlite3.OperationalError, match="locked"):
-            store.use_wal(other, timeout_s=0.2)
+            connection.use_wal(other, timeout_s=0.2)
         assert 0.2 <= time.monotonic() - started < 5
     finally:
         other.close()
@@ -228,7 +228,7 @@ _VALUES = st.one_of(
 def test_none_bound_directly_stores_what_a_null_in_the_statement_stores(rows: list[tuple]) -> None:
     """With None's adapter registered, executemany stores exactly the rows that statements
     with NULL written in (binding no None at all) store, for any mix of values."""
-    store.bind_none_directly()
+    connection.bind_none_directly()
     ddl = "CREATE TABLE t (k PRIMARY KEY, a, b INTEGER DEFAULT 7, c TEXT)"
     bound, literal = sqlite3.connect(":memory:"), sqlite3.connect(":memory:")
     for conn in (bound, literal):
@@ -243,8 +243,8 @@ def test_none_bound_directly_stores_what_a_null_in_the_statement_stores(rows: li
 
 
 def test_opening_a_database_registers_none_s_adapter(db_path: Path) -> None:
-    store.connect(db_path).conn.close()
-    assert sqlite3.adapters[(type(None), sqlite3.PrepareProtocol)] is store.NONE_ITSELF
+    connection.connect(db_path).conn.close()
+    assert sqlite3.adapters[(type(None), sqlite3.PrepareProtocol)] is connection.NONE_ITSELF
 
 
 def test_opening_a_database_does_not_look_for_sqlite_utils_plugins(
@@ -259,7 +259,7 @@ def test_opening_a_database_does_not_look_for_sqlite_utils_plugins(
 
     monkeypatch.setattr(sqlite_utils.db, "ensure_plugins_loaded", looked)
     monkeypatch.setattr(sqlite_utils.db.pm.hook, "prepare_connection", looked)
-    store.connect(db_path).conn.close()
+    connection.connect(db_path).conn.close()
     ingest(db_path, [ROOT / "sample_ledgers"])
 
 
@@ -278,7 +278,7 @@ def test_migration_007_fills_the_parity_groups_from_the_sessions(sample_db: Path
     conn.commit()
     conn.close()
 
-    store.connect(sample_db).conn.close()
+    connection.connect(sample_db).conn.close()
     assert raw(sample_db, "select p.session_id from session_parity p join sessions s "
                           "using (session_id) where p.meters is not s.meters "
                           "or p.budget_digest is not s.budget_digest") == []
@@ -286,8 +286,8 @@ def test_migration_007_fills_the_parity_groups_from_the_sessions(sample_db: Path
     indexes = [n for (n,) in raw(sample_db, "select name from pragma_index_list('session_parity')")]
     assert "idx_session_parity_groups" in indexes
     assert "idx_session_parity_task_class_session_id" not in indexes
-    db = store.connect(sample_db)  # bugfix judged again from its stored (migrated) parity
-    verdict_store.after_ingest(db, True, {"bf-0001"})
+    db = connection.connect(sample_db)  # bugfix judged again from its stored (migrated) parity
+    verdict_tables.after_ingest(db, True, {"bf-0001"})
     db.conn.close()
     assert raw(sample_db, "select * from task_classes order by task_class") == before
 
@@ -305,8 +305,8 @@ def test_migration_008_counts_the_sessions_of_each_parity_group(sample_db: Path)
     conn.commit()
     conn.close()
 
-    db = store.connect(sample_db)  # bugfix judged again from the migrated counts
-    verdict_store.after_ingest(db, True, {"bf-0001"})
+    db = connection.connect(sample_db)  # bugfix judged again from the migrated counts
+    verdict_tables.after_ingest(db, True, {"bf-0001"})
     db.conn.close()
     assert_counts_are_the_stored_groups(sample_db)
     assert raw(sample_db, "select * from task_classes order by task_class") == before

@@ -11,18 +11,19 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledger.budget import Budget, Machine, State
-from ledger.events import Event, meters_of, observation_hash
-from ledger.ingest import Options, ingest
-from ledger.stored import VERIFIED, StoredError, open_readonly, stored_sessions, task_classes
-from ledger.vendors import DEFAULT_VENDOR_MAP
+from ledger.core.budget import Budget, Machine, State
+from ledger.core.events import Event, meters_of, observation_hash
+from ledger.core.vendors import DEFAULT_VENDOR_MAP
+from ledger.db.stored import VERIFIED, StoredError, open_readonly, stored_sessions, task_classes
+from ledger.ingest.ingester import ingest
+from ledger.ingest.options import Options
 from tests.helpers import REAL_LOGS, rows
 from tests.strategies import budgets, ledger, write_ledger
 
 
 def replay_stored(conn: sqlite3.Connection) -> dict[str, tuple[str, int | None, str | None]]:
     """Each session's stop when its stored events go through its stored budget again."""
-    from ledger.fold import families_for
+    from ledger.core.fold import families_for
 
     found = {}
     for session, events in stored_sessions(conn):

@@ -1,4 +1,4 @@
-"""Tests for ledger.vendors: the default vendor stop map, classify, TOML maps and TOML lines."""
+"""Tests for ledger.core.vendors: the default vendor stop map, classify, TOML maps and lines."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger import vendors
-from ledger.reasons import CONTINUE, SEED_VENDOR_MAP, StopReason
-from ledger.vendors import (
+from ledger.core import vendors
+from ledger.core.reasons import CONTINUE, SEED_VENDOR_MAP, StopReason
+from ledger.core.vendors import (
     DEFAULT_VENDOR_MAP,
     KNOWN_UNMAPPED,
     VENDOR_SOURCES,

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from datasette.app import Datasette
 
-from ledger.serve import metadata_for
+from ledger.views.serve import metadata_for
 
 META = metadata_for("ledger.db")["databases"]["ledger"]
 

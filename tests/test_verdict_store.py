@@ -11,10 +11,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledger import store, verdict_store
-from ledger.budget import Budget
-from ledger.ingest import Options, ingest
-from ledger.verdicts import Settings
+from ledger.analysis.verdicts import Settings
+from ledger.core.budget import Budget
+from ledger.db import connection, migrations, verdict_tables, writes
+from ledger.ingest.ingester import ingest
+from ledger.ingest.options import Options
 from tests.helpers import rows
 
 EXPECTED_PARITY = {
@@ -133,9 +134,9 @@ def test_a_well_instrumented_native_class_is_ready(
 def test_settings_chosen_by_the_verdicts_command_survive_a_later_ingest(
     sample_db: Path, samples: Path, write_jsonl: Callable[..., Path]
 ) -> None:
-    db = store.connect(sample_db)
+    db = connection.connect(sample_db)
     try:
-        verdict_store.refresh(db, Settings(tolerance=2, min_sessions=2))
+        verdict_tables.refresh(db, Settings(tolerance=2, min_sessions=2))
     finally:
         db.conn.close()
     assert verdicts(sample_db)["refactor"] == ("ready", "")
@@ -150,7 +151,7 @@ def test_an_ingest_that_changes_nothing_does_not_recompute(
     sample_db: Path, samples: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls: list[object] = []
-    monkeypatch.setattr(verdict_store, "refresh", lambda db, settings=None: calls.append(db))
+    monkeypatch.setattr(verdict_tables, "refresh", lambda db, settings=None: calls.append(db))
     ingest(sample_db, [samples])
     assert calls == []
 
@@ -158,8 +159,8 @@ def test_an_ingest_that_changes_nothing_does_not_recompute(
 def test_a_database_never_judged_is_judged_at_the_next_ingest(
     sample_db: Path, samples: Path
 ) -> None:
-    db = store.connect(sample_db)
-    with store.immediate(db) as conn:
+    db = connection.connect(sample_db)
+    with writes.immediate(db) as conn:
         for table in ("task_classes", "session_parity", "cap_coverage", "verdict_settings"):
             conn.execute(f"DELETE FROM {table}")
     db.conn.close()
@@ -182,11 +183,11 @@ def test_sessions_that_leave_the_database_leave_the_verdicts(
 
 
 def test_compute_from_writes_nothing(sample_db: Path) -> None:
-    db = store.connect(sample_db)
+    db = connection.connect(sample_db)
     try:
-        found = verdict_store.compute_from(db.conn, Settings(tolerance=5))
+        found = verdict_tables.compute_from(db.conn, Settings(tolerance=5))
         assert "refactor" not in found.staying
-        stored = verdict_store.stored_settings(db.conn)
+        stored = verdict_tables.stored_settings(db.conn)
     finally:
         db.conn.close()
     assert stored == Settings()
@@ -207,8 +208,8 @@ def test_an_ingest_that_adds_to_one_class_recomputes_it_as_a_full_refresh_would(
 ) -> None:
     import sqlite_utils
 
-    from ledger.ingest import ingest
-    from ledger.verdict_store import refresh
+    from ledger.db.verdict_tables import refresh
+    from ledger.ingest.ingester import ingest
 
     ledger = samples / "bugfix" / "night-run.jsonl"
     write_jsonl(ledger, [
@@ -279,7 +280,7 @@ def test_after_any_ingest_the_verdicts_equal_a_full_recomputation(
         full = root / f"full-{n}.db"
         shutil.copyfile(db_path, full)
         db = sqlite_utils.Database(full)
-        verdict_store.refresh(db)
+        verdict_tables.refresh(db)
         db.conn.close()
         assert _verdict_tables(full) == incremental
         assert _computed_tables(db_path) == incremental
@@ -289,9 +290,9 @@ def test_after_any_ingest_the_verdicts_equal_a_full_recomputation(
 def _computed_tables(db_path: Path) -> dict[str, list[dict[str, Any]]]:
     """What the pure compute() makes of the stored sessions, as _verdict_tables reads them:
     the store groups a class's sessions in SQL, compute() in Python, to the same rows."""
-    db = store.connect(db_path)
+    db = connection.connect(db_path)
     try:
-        found = verdict_store.compute_from(db.conn)
+        found = verdict_tables.compute_from(db.conn)
     finally:
         db.conn.close()
     tables = {"session_parity": found.parity, "cap_coverage": found.coverage,
@@ -310,8 +311,8 @@ def _verdict_tables_columns(db_path: Path, table: str) -> list[str]:
 def test_a_class_is_read_from_its_group_counts_and_one_index_range(sample_db: Path) -> None:
     """The reads after every ingest that touches a class: its groups from their counts, each
     group's first ids from one index (covering: no table row, no join); no scan, no sort."""
-    for sql, index in ((verdict_store.GROUPS_SQL, "INDEX idx_parity_groups_task_class"),
-                       (verdict_store.LISTED_SQL, "COVERING INDEX idx_session_parity_groups")):
+    for sql, index in ((verdict_tables.GROUPS_SQL, "INDEX idx_parity_groups_task_class"),
+                       (verdict_tables.LISTED_SQL, "COVERING INDEX idx_session_parity_groups")):
         plan = [row["detail"] for row in rows(
             sample_db, "explain query plan " + sql.replace("?", "'bugfix'"))]
         assert any(p.startswith("SEARCH") and f"USING {index} " in p for p in plan), plan
@@ -322,12 +323,12 @@ def test_a_class_is_read_from_its_group_counts_and_one_index_range(sample_db: Pa
 def test_a_session_moving_between_groups_moves_its_count(sample_db: Path) -> None:
     """A session whose parity row changes group leaves one count and joins another; a group
     left without sessions is gone."""
-    db = store.connect(sample_db)
+    db = connection.connect(sample_db)
     conn = db.conn
     session = conn.execute("select session_id from session_parity limit 1").fetchone()[0]
     conn.execute("update sessions set task_class = 'moved-away' where session_id = ?",
                  (session,))
-    verdict_store.after_ingest(db, True, {session})
+    verdict_tables.after_ingest(db, True, {session})
     db.conn.close()
     assert_counts_are_the_stored_groups(sample_db)
     assert rows(sample_db, "select sessions from parity_groups "
@@ -336,7 +337,7 @@ def test_a_session_moving_between_groups_moves_its_count(sample_db: Path) -> Non
 
 def assert_counts_are_the_stored_groups(db_path: Path) -> None:
     """``parity_groups`` holds what grouping the stored parity would give, no more, no less."""
-    group = ", ".join(store.PARITY_GROUP_INDEX[:-1])
+    group = ", ".join(migrations.PARITY_GROUP_INDEX[:-1])
     counted = rows(db_path, f"select {group}, sessions from parity_groups order by {group}")
     grouped = rows(db_path, f"select {group}, count(*) as sessions from session_parity "
                             f"group by {group} order by {group}")

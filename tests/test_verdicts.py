@@ -9,9 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ledger.budget import Budget
-from ledger.events import METERS
-from ledger.verdicts import (
+from ledger.analysis.verdicts import (
     LISTED,
     MATCH,
     MISMATCH,
@@ -29,6 +27,8 @@ from ledger.verdicts import (
     report_text,
     rules_in_force,
 )
+from ledger.core.budget import Budget
+from ledger.core.events import METERS
 
 TRACE_METERS = "round_counter,tool_calls,output_tokens,tool_errors,observations"
 ALL_METERS = ",".join(METERS)

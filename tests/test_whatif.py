@@ -12,13 +12,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 
-from ledger.budget import Budget
-from ledger.cli import cli
-from ledger.ingest import Options, ingest
-from ledger.replay import replay
-from ledger.stored import open_readonly, stored_sessions
-from ledger.vendors import DEFAULT_VENDOR_MAP
-from ledger.whatif import (
+from ledger.analysis.whatif import (
     EARLIER,
     LATER,
     OTHER_REASON,
@@ -29,6 +23,13 @@ from ledger.whatif import (
     evaluate,
     what_if,
 )
+from ledger.cli import cli
+from ledger.core.budget import Budget
+from ledger.core.vendors import DEFAULT_VENDOR_MAP
+from ledger.db.stored import open_readonly, stored_sessions
+from ledger.ingest.ingester import ingest
+from ledger.ingest.options import Options
+from ledger.ingest.replay import replay
 from tests.strategies import budgets, ledger, write_ledger
 
 # --- the comparison ---------------------------------------------------------------------------

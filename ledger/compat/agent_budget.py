@@ -10,7 +10,7 @@ arguments are new: ``task_class`` and ``session`` (generated when not given).
 As in the seed, the clock is ``time.monotonic()`` read at each checkpoint, and every
 checkpoint is judged on its own: after a stop, a later step raises again only if a cap is
 still exceeded (a blocked retry does not block the next read). The native
-:class:`~ledger.recorder.Recorder` is stricter: once stopped, it stays stopped.
+:class:`~ledger.live.recorder.Recorder` is stricter: once stopped, it stays stopped.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from ..budget import Budget
-from ..recorder import BudgetExceeded, Recorder
+from ledger.core.budget import Budget
+from ledger.live.recorder import BudgetExceeded, Recorder
 
 __all__ = ["AgentBudget", "BudgetExceeded"]
 

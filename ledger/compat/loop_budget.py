@@ -2,12 +2,12 @@
 
 ``LoopBudget``, ``LoopState``, ``apply_round``, ``should_stop``, ``observation_hash`` and
 ``replay_trace`` keep the seed's names, fields, defaults and results; underneath,
-``apply_round`` is :func:`ledger.budget.apply`, ``should_stop`` is the machine's check (loop
+``apply_round`` is :func:`ledger.core.budget.apply`, ``should_stop`` is the machine's check (loop
 caps only, seed 000's vendor map) and ``replay_trace`` reads the trace with the ingest's parser.
 
 ``StopReason`` is agent-ledger's own enum: seed 000's eight members with the same values, plus
 the gate's four, so a reason returned here is the value the database stores. One difference:
-budgets the seed would misread are refused with :class:`~ledger.budget.BudgetError` (a
+budgets the seed would misread are refused with :class:`~ledger.core.budget.BudgetError` (a
 ``no_progress_rounds`` below 1, negative caps).
 """
 
@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..budget import LOOP, Budget, Machine, State, apply
-from ..dialects import RecordError, parse_json, trace_rounds
-from ..events import ROUND, Event, observation_hash
-from ..reasons import SEED_VENDOR_MAP, StopReason
+from ledger.core.budget import LOOP, Budget, Machine, State, apply
+from ledger.core.events import ROUND, Event, observation_hash
+from ledger.core.reasons import SEED_VENDOR_MAP, StopReason
+from ledger.formats.seed_dialects import RecordError, parse_json, trace_rounds
 
 __all__ = [
     "LoopBudget", "LoopState", "StopReason", "apply_round", "observation_hash", "replay_trace",

@@ -12,7 +12,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from ledger.reasons import DECISIONS, StopReason
+from ledger.core.reasons import DECISIONS, StopReason
 
 #: (background, text) colour of each stop reason, shared by badges and charts.
 REASON_COLOURS: dict[str, tuple[str, str]] = {

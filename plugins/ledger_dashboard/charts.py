@@ -11,7 +11,7 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ledger.rollup import BUCKETS, COUNTERS
+from ledger.db.rollup import BUCKETS, COUNTERS
 
 from .cells import REASON_COLOURS
 from .filters import REASONS

@@ -14,7 +14,7 @@ from datetime import date, timedelta
 from typing import Any
 from urllib.parse import urlencode
 
-from ledger.reasons import StopReason
+from ledger.core.reasons import StopReason
 
 _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 REASONS = tuple(r.value for r in StopReason)

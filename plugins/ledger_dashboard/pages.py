@@ -19,9 +19,9 @@ from urllib.parse import urlencode
 from datasette.utils import tilde_decode, tilde_encode
 from datasette.utils.asgi import BadRequest, NotFound, Request, Response
 
-from ledger.reasons import DECISIONS, StopReason
-from ledger.rollup import BUCKETS, COUNTERS
-from ledger.vendors import VendorMapError, vendor_map_entry
+from ledger.core.reasons import DECISIONS, StopReason
+from ledger.core.vendors import VendorMapError, vendor_map_entry
+from ledger.db.rollup import BUCKETS, COUNTERS
 
 from . import charts, queries
 from .filters import REASONS, FilterError, Filters

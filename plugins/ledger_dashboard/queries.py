@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from datasette.utils import tilde_decode, tilde_encode
 
-from ledger import rollup
+from ledger.db import rollup
 
 from .filters import FilterError, Filters
 

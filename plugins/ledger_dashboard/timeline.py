@@ -12,9 +12,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ledger.budget import LOOP
-from ledger.fold import families_for
-from ledger.rollup import COUNTERS, Counter
+from ledger.core.budget import LOOP
+from ledger.core.fold import families_for
+from ledger.db.rollup import COUNTERS, Counter
 
 from .cells import duration, tokens
 

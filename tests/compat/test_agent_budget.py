@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 
-from ledger.budget import Budget
 from ledger.compat import agent_budget as compat
-from ledger.files import LedgerPathError
-from ledger.ingest import Options
-from ledger.reasons import StopReason
-from ledger.replay import replay
+from ledger.core.budget import Budget
+from ledger.core.reasons import StopReason
+from ledger.ingest.files import LedgerPathError
+from ledger.ingest.options import Options
+from ledger.ingest.replay import replay
 from tests.seeds import agent_budget as seed
 from tests.test_budget import gate_actions, gate_budgets
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 
-from ledger.budget import Budget, BudgetError
 from ledger.compat import loop_budget as compat
+from ledger.core.budget import Budget, BudgetError
 from tests.helpers import SAMPLES
 from tests.seeds import loop_budget as seed
 from tests.test_budget import loop_budgets, trace_rounds
@@ -31,7 +31,7 @@ def test_the_api_has_the_seeds_names_fields_and_defaults() -> None:
 
 
 def test_stop_reason_is_ours_with_the_seeds_values() -> None:
-    from ledger.reasons import StopReason
+    from ledger.core.reasons import StopReason
 
     assert compat.StopReason is StopReason
     for member in seed.StopReason:

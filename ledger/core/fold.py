@@ -1,0 +1,389 @@
+"""The fold: events in, rows out. Pure: no files, no database.
+
+A :class:`Session` carries the budget machine's :class:`State` plus what the tables need
+(timestamps, the recorded vendor stop, open retry and repeated-observation runs). It can be
+saved and resumed (``to_resume``/``from_resume``), so a session that continues across two
+ingests ends up exactly as if it had been folded in one go.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+import msgspec
+
+from ledger.core.budget import GATE, LOOP, Budget, Machine, State
+from ledger.core.events import METERS, Event, meters_of
+from ledger.core.reasons import CONTINUE, StopReason
+from ledger.core.vendors import classify
+from ledger.formats.seed_dialects import DIALECTS, TRACE
+from ledger.formats.seed_dialects import GATE as GATE_DIALECT
+
+DETAIL_MAX = 500
+TOOL_MAX = 200
+EXCERPT_MAX = 200
+MEMO_CHARS = 200  # texts up to this long are redacted once per fold and remembered
+MEMO_ENTRIES = 4096
+
+INCIDENT_LENGTH = 2  # a run of retries or of one observation is an incident from its second
+RETRY_STORM = "retry_storm"
+NO_PROGRESS = "no_progress"
+UNKNOWN_VENDOR = "unknown_vendor"
+_UNKNOWN_VENDOR_STOP = StopReason.UNKNOWN_VENDOR.value  # (an enum's .value is a slow lookup)
+
+Redactor = Callable[[str], tuple[str, int]]
+
+#: The columns of a ``steps`` row, in the order :meth:`Fold.step` gives their values. Rows are
+#: tuples, not dicts: the store binds them as they are (a dict per event, and taking its values
+#: out again in column order, cost about 1 us per event).
+STEP_COLUMNS = (
+    "session_id", "idx", "action", "tool", "detail", "tool_calls", "output_tokens",
+    "tool_error", "observation_hash", "vendor_stop", "outcome", "ts", "elapsed_s",
+    "total_rounds", "total_steps", "total_tool_calls", "total_output_tokens",
+    "consecutive_errors", "total_writes", "stop_reason", "after_stop", "source_id",
+    "source_line", "source_offset", "same_round",
+)
+StepRow = tuple[Any, ...]
+
+
+def families_for(dialect: str) -> frozenset[str]:
+    """Each dialect is held to the caps its own seed defines; native events to all of them."""
+    if dialect == TRACE:
+        return frozenset({LOOP})
+    if dialect == GATE_DIALECT:
+        return frozenset({GATE})
+    return frozenset({LOOP, GATE})
+
+
+class Run(msgspec.Struct, gc=False):
+    """An open run of repeated retries or repeated observations (a ``Struct``: every
+    observation that does not repeat the last one starts a run, and a ``Struct`` is made in
+    90 ns against a dataclass's 230)."""
+
+    key: str
+    start: int
+    end: int
+    length: int
+    detail: str | None = None
+    started_at: str | None = None
+    ended_at: str | None = None
+    output_tokens: int = 0
+    tool_calls: int = 0
+    blocked: bool = False
+
+
+@dataclass
+class Session:
+    session_id: str
+    source_id: str
+    source_path: str
+    dialect: str
+    task_class: str | None
+    budget: Budget = field(default_factory=Budget)
+    task: str | None = None
+    state: State = field(default_factory=State)
+    started_at: str | None = None
+    ended_at: str | None = None
+    t0: float | None = None
+    vendor_stop: str | None = None
+    recorded_stop: str | None = None
+    redactions: int = 0
+    retry: Run | None = None
+    repeat: Run | None = None
+    meters: list[str] = field(default_factory=list)
+    parent_session_id: str | None = None  # a sub-agent's session links to its parent's
+
+    def row(self) -> dict[str, Any]:
+        """The ``sessions`` row as it stands now."""
+        s = self.state
+        reason = s.stop_reason or StopReason.TASK_COMPLETE
+        return {
+            "session_id": self.session_id,
+            "task_class": self.task_class,
+            "task": self.task,
+            "dialect": self.dialect,
+            "source_id": self.source_id,
+            "source_path": self.source_path,
+            "started_at": self.started_at,
+            "ended_at": self.ended_at,
+            "stop_reason": reason.value,
+            "stop_at": s.stop_at,
+            "stop_detail": s.stop_detail,
+            "recorded_stop": self.recorded_stop,
+            "vendor_stop": self.vendor_stop,
+            "events": s.events,
+            "rounds": s.rounds,
+            "steps": s.steps,
+            "tool_calls": s.tool_calls,
+            "output_tokens": s.output_tokens,
+            "tool_errors": s.tool_errors,
+            "writes": s.writes,
+            "elapsed_s": s.elapsed_s,
+            "events_after_stop": s.events - s.stop_at if s.stop_at else 0,
+            "redactions": self.redactions,
+            "meters": ",".join(self.meters),
+            "budget": self.budget.to_json(),
+            "budget_digest": self.budget.digest,
+            "parent_session_id": self.parent_session_id,
+        }
+
+    def open_incidents(self) -> list[dict[str, Any]]:
+        """Rows for runs still open (they may grow with the next event)."""
+        return [r for r in (_retry_row(self), _repeat_row(self)) if r is not None]
+
+    def to_resume(self) -> dict[str, Any]:
+        # What asdict() gives, built by hand: asdict deep-copies every field, and this runs
+        # for every session a batch touches.
+        data = {name: getattr(self, name) for name in _SESSION_FIELDS}
+        data["budget"] = self.budget.to_dict()
+        data["state"] = self.state.to_dict()
+        for key in ("retry", "repeat"):
+            run = data[key]
+            if run is not None:
+                data[key] = {name: getattr(run, name) for name in _RUN_FIELDS}
+        data["meters"] = list(self.meters)
+        return data
+
+    @classmethod
+    def from_resume(cls, data: Mapping[str, Any]) -> Session:
+        data = dict(data)
+        data["state"] = State.from_dict(data["state"])
+        data["budget"] = Budget.from_mapping(data["budget"])
+        for key in ("retry", "repeat"):
+            if data.get(key):
+                data[key] = Run(**data[key])
+        return cls(**data)
+
+
+_SESSION_FIELDS = tuple(f.name for f in fields(Session))
+_RUN_FIELDS = Run.__struct_fields__
+
+
+class Fold:
+    """Folds events into sessions under one budget and one vendor map."""
+
+    def __init__(
+        self,
+        budget: Budget,
+        vendor_map: Mapping[str, str],
+        redact: Redactor,
+    ) -> None:
+        self.budget = budget
+        self.vendor_map = vendor_map
+        self.redact = redact
+        self._redacted: dict[str, tuple[str, int]] = {}
+        #: The remembered texts in which redaction found nothing, each to the one copy of it
+        #: the fold gives out: :meth:`step` looks them up instead of calling :meth:`clean` (a
+        #: dict lookup, not a method call, for most of its texts). The one copy matters: the
+        #: rows repeat it, and a worker's rows are marshalled with back-references.
+        self._plain: dict[str, str] = {}
+        self.redactions = 0  # secrets redacted in all the text it gave out to be stored
+        self._machines = {
+            fam: Machine(budget, fam, vendor_map)
+            for fam in {families_for(d) for d in ("native", TRACE, GATE_DIALECT)}
+        }
+        self._machine_of = {d: self._machines[families_for(d)] for d in DIALECTS}
+
+    def new_session(self, session_id: str, **kwargs: Any) -> Session:
+        return Session(session_id, budget=self.budget, **kwargs)
+
+    def clean(self, session: Session, text: str | None, limit: int = DETAIL_MAX) -> str | None:
+        """Redact secrets and cut to ``limit`` characters, counting redactions on the session."""
+        if text is None:
+            return None
+        # Tool names, intents and vendor strings repeat on most events; redaction is pure, so
+        # short texts are redacted once and remembered (a bounded memo, cleared when full).
+        known = self._redacted.get(text)
+        if known is None:
+            known = self.redact(text)
+            if len(text) <= MEMO_CHARS:
+                if len(self._redacted) >= MEMO_ENTRIES:
+                    self._redacted.clear()
+                    self._plain.clear()
+                self._redacted[text] = known
+                if not known[1]:
+                    self._plain[text] = known[0]  # (step's limits are MEMO_CHARS or more)
+        cleaned, found = known
+        if found:
+            session.redactions += found
+            self.redactions += found
+        if len(cleaned) > limit:
+            cleaned = cleaned[: limit - 1] + "…"
+        return cleaned
+
+    def redact_aside(self, text: str) -> str:
+        """Redact a text that is stored apart from any session (a line put aside, its
+        reason), counting its secrets."""
+        cleaned, found = self.redact(text)
+        self.redactions += found
+        return cleaned
+
+    def step(
+        self, session: Session, event: Event, line: int | None, offset: int | None
+    ) -> tuple[StepRow, list[dict[str, Any]]]:
+        """Apply one event; return its ``steps`` row (values in :data:`STEP_COLUMNS` order)
+        and any incident rows it closes."""
+        state = session.state
+        if event.elapsed_s is None and event.at is not None:
+            if session.t0 is None:
+                session.t0 = event.at
+            event.elapsed_s = round(event.at - session.t0, 3)
+        if len(session.meters) < len(METERS):  # once a session has every meter, it keeps them
+            carried = meters_of(event)
+            if not carried.issubset(session.meters):
+                session.meters = sorted(carried.union(session.meters), key=METERS.index)
+        machine = self._machine_of.get(session.dialect)
+        if machine is None:
+            machine = self._machines[families_for(session.dialect)]
+        reason = machine.advance(state, event)
+        if reason is not None:  # the detail may quote the vendor stop string
+            state.stop_detail = self.clean(session, state.stop_detail)
+        ts = event.ts
+        if ts:
+            session.started_at = session.started_at or ts
+            session.ended_at = ts
+        # Neither None nor a text known to be plain needs cleaning: testing here saves a call
+        # for most fields of most events.
+        plain = self._plain
+        detail = event.detail
+        if detail is not None:
+            detail = plain.get(detail) or self.clean(session, detail)
+        vendor_stop = event.vendor_stop
+        vendor = None if vendor_stop is None else self.clean(session, vendor_stop)
+        tool = event.tool
+        if tool is not None:
+            tool = plain.get(tool) or self.clean(session, tool, TOOL_MAX)
+        action = event.action
+        if action == "start":
+            # A new turn: the last turn's terminal signal no longer says how the log ends.
+            session.recorded_stop = session.vendor_stop = None
+        outcome = recorded = event.outcome
+        if not recorded and vendor_stop:
+            recorded = _reason_value(classify(vendor_stop, self.vendor_map))
+        if recorded is not None and recorded != CONTINUE:
+            session.recorded_stop = recorded
+            session.vendor_stop = vendor
+        observed = event.has_observation
+        incidents = self._track_runs(session, event, tool, detail, reason, observed)
+        idx = state.events
+        if recorded == _UNKNOWN_VENDOR_STOP:
+            incidents.append(_incident(session, UNKNOWN_VENDOR, Run(
+                vendor or "", idx, idx, 1, detail, ts, ts,
+                event.output_tokens or 0, event.tool_calls or 0,
+            )))
+        tool_error = event.tool_error
+        stop_at = state.stop_at
+        # Flags as the ints 1 and 0 (SQLite binds a bool through an adapter search), by a
+        # conditional rather than int(): a call for each, on every event.
+        row = (
+            session.session_id,
+            idx,
+            action,
+            tool,
+            detail,
+            event.tool_calls,
+            event.output_tokens,
+            None if tool_error is None else 1 if tool_error else 0,
+            state.last_observation_hash if observed else None,
+            vendor,
+            outcome,
+            ts,
+            event.elapsed_s,
+            state.rounds,
+            state.steps,
+            state.tool_calls,
+            state.output_tokens,
+            state.consecutive_tool_errors,
+            state.writes,
+            None if reason is None else reason.value,
+            1 if stop_at is not None and idx > stop_at else 0,
+            session.source_id,
+            line,
+            offset,
+            1 if event.same_round else 0,
+        )
+        return row, incidents
+
+    def _track_runs(
+        self,
+        session: Session,
+        event: Event,
+        tool: str | None,
+        detail: str | None,
+        reason: StopReason | None,
+        observed: bool,
+    ) -> list[dict[str, Any]]:
+        closed: list[dict[str, Any]] = []
+        idx = session.state.events
+        # Retry storms: consecutive retry events of the same tool or intent.
+        if event.action == "retry":
+            key = tool or detail or ""  # redacted, as stored
+            run = session.retry
+            if run is not None and run.key == key and run.end == idx - 1:
+                run.end, run.length, run.ended_at = idx, run.length + 1, event.ts
+            else:
+                if run is not None and run.length >= INCIDENT_LENGTH:
+                    closed.append(_incident(session, RETRY_STORM, run))
+                run = session.retry = Run(key, idx, idx, 1, detail, event.ts, event.ts)
+            run.blocked = run.blocked or reason is StopReason.RETRY_NEAR_CEILING
+        elif session.retry is not None:
+            if session.retry.length >= INCIDENT_LENGTH:
+                closed.append(_incident(session, RETRY_STORM, session.retry))
+            session.retry = None
+        # No-progress runs: the same observation hash seen again (events without one skip).
+        if observed:
+            state = session.state
+            run = session.repeat
+            if run is not None and state.observation_repeats > 1:
+                run.end, run.length, run.ended_at = idx, state.observation_repeats, event.ts
+                run.output_tokens += event.output_tokens or 0
+                run.tool_calls += event.tool_calls or 0
+                if run.detail is None:
+                    # The run has just become an incident: its excerpt is the repeated
+                    # observation (the same text: the same hash), redacted only now.
+                    run.detail = self.clean(session, event.observation, EXCERPT_MAX)
+            else:
+                if run is not None and run.length >= INCIDENT_LENGTH:
+                    closed.append(_incident(session, NO_PROGRESS, run))
+                session.repeat = Run(
+                    state.last_observation_hash or "", idx, idx, 1, None, event.ts, event.ts
+                )
+        return closed
+
+
+def _retry_row(session: Session) -> dict[str, Any] | None:
+    run = session.retry
+    if run is None or run.length < INCIDENT_LENGTH:
+        return None
+    return _incident(session, RETRY_STORM, run)
+
+
+def _repeat_row(session: Session) -> dict[str, Any] | None:
+    run = session.repeat
+    if run is None or run.length < INCIDENT_LENGTH:
+        return None
+    return _incident(session, NO_PROGRESS, run)
+
+
+def _incident(session: Session, kind: str, run: Run) -> dict[str, Any]:
+    return {
+        "session_id": session.session_id,
+        "kind": kind,
+        "start_idx": run.start,
+        "end_idx": run.end,
+        "length": run.length,
+        "key": run.key,
+        "detail": run.detail,
+        "output_tokens": run.output_tokens,
+        "tool_calls": run.tool_calls,
+        "blocked": int(run.blocked),
+        "task_class": session.task_class,
+        "started_at": run.started_at,
+        "ended_at": run.ended_at,
+    }
+
+
+def _reason_value(found: StopReason | str | None) -> str | None:
+    return found.value if isinstance(found, StopReason) else found

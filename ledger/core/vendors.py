@@ -1,0 +1,511 @@
+"""Vendor stop strings: map a raw vendor stop string onto a StopReason, failing closed.
+
+A *vendor map* is a flat ``{raw vendor string: reason}`` mapping. A reason is a
+:class:`~ledger.core.reasons.StopReason` value (``"task_complete"``, ``"max_rounds"``, ...) or the
+:data:`~ledger.core.reasons.CONTINUE` marker (``"continue"``) for strings that mean "the loop goes
+on" (a tool call was requested, a turn was paused, a response is still queued).
+
+:func:`classify` turns one raw string into a decision:
+
+* ``None`` or ``""`` -> ``None``: there is no stop string at all. Claude Code writes
+  ``stop_reason: null`` on every assistant line and ``stopReason: ""`` in stop-hook summaries, so
+  an absent string must not fail closed or every such run would read as ``unknown_vendor``.
+* a string mapped to ``"continue"`` -> :data:`CONTINUE`: not a stop, and not unknown either.
+* a mapped string -> its :class:`StopReason`.
+* anything else -> :attr:`StopReason.UNKNOWN_VENDOR`. Seed 000: an unknown string is never
+  aliased to ``task_complete``; keep the paid path and do not guess.
+
+Matching is EXACT: no case folding, no whitespace stripping, no Unicode normalisation. So
+``"End_Turn"``, ``" end_turn"`` and ``"STOP "`` are ``unknown_vendor``. Vendor enums are exact
+strings, and they keep growing (Anthropic added three values in 2025, Gemini about ten in 18
+months). Folding could alias a new or a different vendor's value onto a known one, which is the
+guess the seed forbids. If a runtime really emits a variant, map that exact string in a TOML file.
+Some strings are mapped in two spellings because two vendors use them (OpenAI ``"stop"`` and
+Gemini ``"STOP"``, Anthropic ``"max_tokens"`` and Gemini ``"MAX_TOKENS"``); each is listed on its
+own, with its own source.
+
+A string means the same thing whichever vendor sent it: the map is not keyed by vendor. Where two
+sources use one string (``"completed"``, ``"end_turn"``, ``"max_turns"``, ...) they agree, and
+:data:`VENDOR_SOURCES` names all of them. The module refuses to import if two groups disagree.
+
+:func:`classify` is context-free. Some strings need a look at the surrounding record first, and
+that is the importer's job, before it calls :func:`classify`:
+
+* Claude Code writes API failures as synthetic assistant lines (``isApiErrorMessage: true``,
+  ``model: "<synthetic>"``) with ``stop_reason: "stop_sequence"``. Rule these out first.
+* Gemini ``"STOP"`` is also sent when the candidate holds ``functionCall`` parts: that is a
+  continue, not a completion.
+* Claude Agent SDK ``subtype: "success"`` comes with ``is_error: true`` when the last API call
+  failed. Use ``is_error`` first, then ``subtype``, then ``terminal_reason``.
+* OpenAI Responses ``status: "completed"`` with ``function_call`` items in ``output`` means the
+  model wants tools: a continue.
+
+Decisions on strings left UNMAPPED on purpose (they classify as ``unknown_vendor``):
+
+* ``stop_sequence`` (Anthropic, Bedrock): it is a completion only when the sequence is a success
+  sentinel the user declared, which this module cannot know, and Claude Code uses it for
+  synthetic API-error lines. Map it in a TOML file if your stop sequences are success sentinels.
+* ``refusal``, ``content_filter``, ``content_filtered``, ``guardrail_intervened``, Gemini safety
+  and policy values, ``malformed_*``: no reason in our list fits, and none of them is a success.
+* Budget stops with no matching reason (Codex ``budget_limited``, Claude ``error_max_budget_usd``
+  and ``budget_exhausted``): the reason list has no cost or wall-clock cap yet.
+  :data:`KNOWN_UNMAPPED` lists these strings with a note, for audits and the docs.
+
+Vendor map files (TOML) extend or override the default map; see :func:`load_vendor_map`. To take
+a default entry back out, map it to ``"unknown_vendor"`` (or start with ``replace = true``).
+:func:`vendor_map_entry` renders one ready-to-paste line for such a file.
+
+Pure and stdlib only; TOML files are read with ``tomllib``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import tomllib as _toml
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from ledger.core.reasons import CONTINUE, SEED_VENDOR_MAP, StopReason
+
+__all__ = [
+    "DEFAULT_VENDOR_MAP",
+    "KNOWN_UNMAPPED",
+    "VENDOR_SOURCES",
+    "VendorMap",
+    "VendorMapError",
+    "classify",
+    "load_vendor_map",
+    "vendor_map_entry",
+]
+
+VendorMap = Mapping[str, str]  # raw vendor string -> StopReason value, or CONTINUE ("continue")
+
+
+class VendorMapError(ValueError):
+    """A vendor map (a TOML file, or a mapping passed in) holds something that is not allowed."""
+
+
+_REASONS: dict[str, StopReason] = {reason.value: reason for reason in StopReason}
+#: Every value a vendor map may hold.
+_VALUES: tuple[str, ...] = (*_REASONS, CONTINUE)
+
+_SEED_LABEL = "seed 000 VENDOR_STOP_MAP"
+
+# --------------------------------------------------------------------------------------------
+# The default map, grouped by vendor. Each group cites its source (the vendor SDK file or
+# documentation page) so each entry can be audited.
+# Reason values are spelled as StopReason members so a typo fails at import.
+# --------------------------------------------------------------------------------------------
+_TC = StopReason.TASK_COMPLETE.value
+_ROUNDS = StopReason.MAX_ROUNDS.value
+_TOOLS = StopReason.MAX_TOOL_CALLS.value
+_TOKENS = StopReason.MAX_OUTPUT_TOKENS.value
+_CANCEL = StopReason.USER_CANCEL.value
+_TOOL_ERRORS = StopReason.TOOL_ERROR_BUDGET.value
+
+_GROUPS: tuple[tuple[str, dict[str, str]], ...] = (
+    # Seed 000 (the migration-diary article), exactly as ledger.core.reasons has it.
+    (_SEED_LABEL, dict(SEED_VENDOR_MAP)),
+    # Anthropic Messages API stop_reason: anthropics/anthropic-sdk-python
+    # src/anthropic/types/stop_reason.py; platform.claude.com handling-stop-reasons.
+    # Unmapped: stop_sequence (success only for a declared sentinel), refusal.
+    (
+        "Anthropic Messages API stop_reason",
+        {
+            "end_turn": _TC,
+            "max_tokens": _TOKENS,
+            "tool_use": CONTINUE,
+            "pause_turn": CONTINUE,  # server-tool loop paused; resend to continue
+            "model_context_window_exceeded": _TOKENS,  # truncation class
+        },
+    ),
+    # OpenAI Chat Completions choices[].finish_reason: openai/openai-python
+    # src/openai/types/chat/chat_completion.py. "length" is already in the seed.
+    # Unmapped: content_filter.
+    (
+        "OpenAI Chat Completions finish_reason",
+        {
+            "stop": _TC,
+            "length": _TOKENS,
+            "tool_calls": CONTINUE,
+            "function_call": CONTINUE,  # deprecated single-function variant
+        },
+    ),
+    # OpenAI Responses API incomplete_details.reason: openai/openai-python
+    # src/openai/types/responses/response.py. Unmapped: content_filter.
+    (
+        "OpenAI Responses incomplete_details.reason",
+        {
+            "max_output_tokens": _TOKENS,
+        },
+    ),
+    # OpenAI Responses API status: src/openai/types/responses/response_status.py.
+    # "completed" and "cancelled" agree with the seed. "completed" with function_call items in
+    # output is a continue: the importer checks that. Unmapped: failed, incomplete (read
+    # incomplete_details.reason instead).
+    (
+        "OpenAI Responses status",
+        {
+            "completed": _TC,
+            "cancelled": _CANCEL,
+            "in_progress": CONTINUE,
+            "queued": CONTINUE,
+        },
+    ),
+    # Google Gemini candidates[].finishReason: googleapis/python-genai google/genai/types.py
+    # L488-529. STOP with functionCall parts is a continue: the importer checks that.
+    # Unmapped: SAFETY, RECITATION, ..., MALFORMED_FUNCTION_CALL, OTHER (see KNOWN_UNMAPPED).
+    (
+        "Google Gemini finishReason",
+        {
+            "STOP": _TC,
+            "MAX_TOKENS": _TOKENS,
+            "TOO_MANY_TOOL_CALLS": _TOOLS,  # vendor-side tool cap
+        },
+    ),
+    # AWS Bedrock Converse stopReason: docs.aws.amazon.com/bedrock/latest/APIReference/
+    # API_runtime_MessageStopEvent.html (the ja_jp/de_de pages list all nine values).
+    # Unmapped: stop_sequence, guardrail_intervened, content_filtered, malformed_model_output,
+    # malformed_tool_use.
+    (
+        "AWS Bedrock Converse stopReason",
+        {
+            "end_turn": _TC,
+            "tool_use": CONTINUE,
+            "max_tokens": _TOKENS,
+            "model_context_window_exceeded": _TOKENS,
+        },
+    ),
+    # Claude Agent SDK result subtype: anthropics/claude-agent-sdk-python
+    # src/claude_agent_sdk/types.py L1319-1356. "success" counts only when is_error is false:
+    # the importer checks that. Unmapped: error_during_execution, error_max_budget_usd,
+    # error_max_structured_output_retries.
+    (
+        "Claude Agent SDK result subtype",
+        {
+            "success": _TC,
+            "error_max_turns": _ROUNDS,
+        },
+    ),
+    # Claude Agent SDK terminal_reason: TS sdk.d.ts TerminalReason; Python docstring.
+    # Unmapped: api_error, budget_exhausted, prompt_too_long, ... (see KNOWN_UNMAPPED).
+    (
+        "Claude Agent SDK terminal_reason",
+        {
+            "completed": _TC,
+            "max_turns": _ROUNDS,
+            "aborted_streaming": _CANCEL,
+            "aborted_tools": _CANCEL,
+            "malformed_tool_use_exhausted": _TOOL_ERRORS,
+        },
+    ),
+    # OpenAI Agents SDK: openai-agents-python src/agents/exceptions.py (MaxTurnsExceeded),
+    # src/agents/run_error_handlers.py (handler key "max_turns").
+    (
+        "OpenAI Agents SDK max turns",
+        {
+            "max_turns": _ROUNDS,
+            "MaxTurnsExceeded": _ROUNDS,
+        },
+    ),
+    # Codex CLI: openai/codex codex-rs/protocol/src/protocol.rs (TurnAbortReason; event_msg
+    # task_complete). Unmapped: budget_limited (no cost/time reason yet), review_ended.
+    (
+        "Codex CLI turn_aborted reason",
+        {
+            "interrupted": _CANCEL,
+            "replaced": _CANCEL,
+        },
+    ),
+    ("Codex CLI event_msg type", {"task_complete": _TC}),
+    # smolagents: src/smolagents/agents.py L606-638, RunResult.state.
+    ("smolagents RunResult.state", {"max_steps_error": _ROUNDS}),
+    # LangGraph: libs/langgraph/langgraph/errors.py L67, GraphRecursionError error code.
+    ("LangGraph error code", {"GRAPH_RECURSION_LIMIT": _ROUNDS}),
+    # AutoGen AgentChat: python/packages/autogen-agentchat/src/autogen_agentchat/conditions/
+    # _terminations.py L62-105, StopMessage.source.
+    ("AutoGen StopMessage.source", {"MaxMessageTermination": _ROUNDS}),
+)
+
+
+def _merge(groups: tuple[tuple[str, dict[str, str]], ...]) -> tuple[dict[str, str], dict[str, str]]:
+    """Flatten the groups; a string that two groups map differently is an error."""
+    merged: dict[str, str] = {}
+    sources: dict[str, str] = {}
+    for label, entries in groups:
+        for raw, value in entries.items():
+            if raw in merged and merged[raw] != value:
+                raise RuntimeError(
+                    f"vendor string {raw!r}: {sources[raw]} maps it to {merged[raw]!r} but "
+                    f"{label} maps it to {value!r}"
+                )
+            merged[raw] = value
+            sources[raw] = f"{sources[raw]}; {label}" if raw in sources else label
+    return merged, sources
+
+
+#: Seed map + real vendor strings. Do not mutate: load_vendor_map returns a new dict.
+DEFAULT_VENDOR_MAP: dict[str, str]
+#: Each DEFAULT_VENDOR_MAP entry -> the vendor/source label(s) it comes from.
+VENDOR_SOURCES: dict[str, str]
+DEFAULT_VENDOR_MAP, VENDOR_SOURCES = _merge(_GROUPS)
+
+#: Real vendor strings deliberately left out of the default map (they classify as
+#: unknown_vendor), with where they come from and why. For audits and the docs.
+KNOWN_UNMAPPED: dict[str, str] = {
+    "stop_sequence": "Anthropic / Bedrock: success only for a declared sentinel; Claude Code "
+    "also uses it on synthetic API-error lines",
+    "refusal": "Anthropic: the model declined",
+    "content_filter": "OpenAI Chat finish_reason / Responses incomplete_details.reason: filtered",
+    "failed": "OpenAI Responses status: generation failed (an API error)",
+    "incomplete": "OpenAI Responses status: read incomplete_details.reason instead",
+    "SAFETY": "Gemini finishReason: policy block",
+    "RECITATION": "Gemini finishReason: policy block",
+    "LANGUAGE": "Gemini finishReason: policy block",
+    "BLOCKLIST": "Gemini finishReason: policy block",
+    "PROHIBITED_CONTENT": "Gemini finishReason: policy block",
+    "SPII": "Gemini finishReason: policy block",
+    "IMAGE_SAFETY": "Gemini finishReason: policy block",
+    "MALFORMED_FUNCTION_CALL": "Gemini finishReason: invalid function call",
+    "UNEXPECTED_TOOL_CALL": "Gemini finishReason: invalid tool call",
+    "OTHER": "Gemini finishReason: other",
+    "FINISH_REASON_UNSPECIFIED": "Gemini finishReason: unset",
+    "guardrail_intervened": "Bedrock Converse stopReason: guardrail",
+    "content_filtered": "Bedrock Converse stopReason: filtered",
+    "malformed_model_output": "Bedrock Converse stopReason: malformed output",
+    "malformed_tool_use": "Bedrock Converse stopReason: malformed tool use",
+    "error_during_execution": "Claude Agent SDK result subtype: runtime error",
+    "error_max_budget_usd": "Claude Agent SDK result subtype: cost cap (no max_cost reason yet)",
+    "error_max_structured_output_retries": "Claude Agent SDK result subtype: retries exhausted",
+    "api_error": "Claude Agent SDK terminal_reason: API error",
+    "budget_exhausted": "Claude Agent SDK terminal_reason: cost cap (no max_cost reason yet)",
+    "prompt_too_long": "Claude Agent SDK terminal_reason: prompt too long",
+    "budget_limited": "Codex CLI turn_aborted reason: budget cap (no matching reason yet)",
+    "review_ended": "Codex CLI turn_aborted reason: review ended",
+}
+
+
+# --------------------------------------------------------------------------------------------
+# classify
+# --------------------------------------------------------------------------------------------
+def classify(
+    vendor_stop: str | None, vendor_map: VendorMap = DEFAULT_VENDOR_MAP
+) -> StopReason | None | Literal["continue"]:
+    """Classify one raw vendor stop string, failing closed.
+
+    None/"" -> None (no stop string at all); CONTINUE for continue signals; the mapped StopReason;
+    StopReason.UNKNOWN_VENDOR for anything unmapped (fail closed, never task_complete).
+    Matching is exact (no case folding, no strip). Raises TypeError for a non-string
+    ``vendor_stop`` and VendorMapError when the map holds a value that is not a reason.
+    """
+    if vendor_stop is None:
+        return None
+    if not isinstance(vendor_stop, str):
+        raise TypeError(f"vendor stop must be a str or None, not {type(vendor_stop).__name__}")
+    if vendor_stop == "":
+        return None
+    value = vendor_map.get(vendor_stop)
+    if value is None:
+        return StopReason.UNKNOWN_VENDOR
+    if value == CONTINUE:
+        return CONTINUE
+    reason = _REASONS.get(value) if isinstance(value, str) else None
+    if reason is None:
+        raise VendorMapError(
+            f"vendor map entry {_quote(vendor_stop)} = {value!r}: {_bad_value_hint(value)}"
+        )
+    return reason
+
+
+# --------------------------------------------------------------------------------------------
+# load_vendor_map
+# --------------------------------------------------------------------------------------------
+_TOP_LEVEL_KEYS = ("replace", "stops", "continue")
+
+
+def load_vendor_map(path: str | Path, base: VendorMap = DEFAULT_VENDOR_MAP) -> dict[str, str]:
+    """Read a TOML file that extends or overrides the map. Format::
+
+        replace = false            # optional; true starts from the seed map only, not base
+        [stops]
+        "end_turn" = "task_complete"
+        "my_vendor_limit" = "max_rounds"
+        [continue]
+        strings = ["tool_use", "pause_turn"]
+
+    Values in ``[stops]`` are StopReason values (or "continue"); map a string to
+    "unknown_vendor" to take a default entry back out. A string may not be in both ``[stops]``
+    (with a stop reason) and ``[continue]``. Returns a new dict; ``base`` is not modified.
+
+    Raises VendorMapError (a ValueError) naming the file and key for bad TOML, unknown tables or
+    keys, unknown reason names, non-string values and empty strings. An unreadable file raises
+    the usual OSError.
+    """
+    path = Path(path)
+    data = _read_toml(path)
+
+    unknown = [key for key in data if key not in _TOP_LEVEL_KEYS]
+    if unknown:
+        raise VendorMapError(
+            f"{path}: unknown top-level key or table {_quote(unknown[0])}; expected only "
+            "'replace', [stops] and [continue]"
+        )
+
+    replace = data.get("replace", False)
+    if not isinstance(replace, bool):
+        raise VendorMapError(f"{path}: 'replace' must be true or false, not {replace!r}")
+
+    stops = data.get("stops", {})
+    if not isinstance(stops, dict):
+        raise VendorMapError(f"{path}: 'stops' must be a table ([stops]), not {stops!r}")
+
+    continue_table = data.get("continue", {})
+    if not isinstance(continue_table, dict):
+        raise VendorMapError(
+            f"{path}: 'continue' must be a table ([continue]), not {continue_table!r}"
+        )
+    extra = [key for key in continue_table if key != "strings"]
+    if extra:
+        raise VendorMapError(
+            f"{path}: [continue] has unknown key {_quote(extra[0])}; expected only 'strings'"
+        )
+    continue_strings = continue_table.get("strings", [])
+    if not isinstance(continue_strings, list):
+        raise VendorMapError(
+            f"{path}: [continue] strings must be an array of strings, not {continue_strings!r}"
+        )
+
+    result = dict(SEED_VENDOR_MAP) if replace else _checked_copy(base)
+
+    for raw, value in stops.items():
+        where = f"{path}: [stops] {_quote(raw)}"
+        if raw == "":
+            raise VendorMapError(f"{where}: the empty string cannot be mapped (it means no stop)")
+        if not isinstance(value, str):
+            raise VendorMapError(
+                f'{where}: the reason must be a string such as "task_complete", not '
+                f"{type(value).__name__} {value!r}"
+            )
+        if value not in _VALUES:
+            raise VendorMapError(f"{where} = {_quote(value)}: {_bad_value_hint(value)}")
+        result[raw] = value
+
+    for index, raw in enumerate(continue_strings):
+        where = f"{path}: [continue] strings[{index}]"
+        if not isinstance(raw, str):
+            raise VendorMapError(f"{where}: must be a string, not {type(raw).__name__} {raw!r}")
+        if raw == "":
+            raise VendorMapError(f"{where}: the empty string cannot be mapped (it means no stop)")
+        if stops.get(raw, CONTINUE) != CONTINUE:
+            raise VendorMapError(
+                f"{where} = {_quote(raw)}: also mapped to {_quote(stops[raw])} in [stops]; "
+                "a string is either a stop or a continue"
+            )
+        result[raw] = CONTINUE
+
+    return result
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    with path.open("rb") as handle:
+        try:
+            return _toml.load(handle)
+        except _toml.TOMLDecodeError as exc:
+            raise VendorMapError(f"{path}: invalid TOML: {exc}") from exc
+        except UnicodeDecodeError as exc:
+            raise VendorMapError(f"{path}: invalid TOML: not UTF-8 ({exc})") from exc
+
+
+def _checked_copy(base: VendorMap) -> dict[str, str]:
+    """Copy ``base``, checking every key and value, so the result is a valid map."""
+    result: dict[str, str] = {}
+    for raw, value in base.items():
+        if not isinstance(raw, str) or raw == "":
+            raise VendorMapError(f"base vendor map: key {raw!r} must be a non-empty string")
+        if not isinstance(value, str) or value not in _VALUES:
+            raise VendorMapError(
+                f"base vendor map: {_quote(raw)} = {value!r}: {_bad_value_hint(value)}"
+            )
+        result[raw] = value
+    return result
+
+
+def _bad_value_hint(value: object) -> str:
+    message = "not a stop reason; expected one of " + ", ".join(_VALUES)
+    if isinstance(value, str):
+        close = difflib.get_close_matches(value.lower(), _VALUES, n=1)
+        if close:
+            message += f" (did you mean {close[0]!r}?)"
+    return message
+
+
+# --------------------------------------------------------------------------------------------
+# vendor_map_entry
+# --------------------------------------------------------------------------------------------
+_TOML_ESCAPES = {
+    '"': '\\"',
+    "\\": "\\\\",
+    "\b": "\\b",
+    "\t": "\\t",
+    "\n": "\\n",
+    "\f": "\\f",
+    "\r": "\\r",
+}
+
+
+def _toml_string(text: str) -> str:
+    """``text`` as a one-line TOML basic string.
+
+    Quotes, backslashes and control characters are escaped as TOML requires. Other characters
+    that do not print (format characters such as zero-width spaces, non-ASCII spaces, line and
+    paragraph separators) are escaped as ``\\uXXXX`` so a pasted line shows what the vendor sent.
+    Lone surrogates cannot be written in TOML and raise ValueError.
+    """
+    out = ['"']
+    for char in text:
+        code = ord(char)
+        if char in _TOML_ESCAPES:
+            out.append(_TOML_ESCAPES[char])
+        elif 0xD800 <= code <= 0xDFFF:
+            raise ValueError(
+                f"{text!r} holds a lone surrogate (U+{code:04X}), which TOML cannot represent"
+            )
+        elif char.isprintable():
+            out.append(char)
+        elif code <= 0xFFFF:
+            out.append(f"\\u{code:04X}")
+        else:
+            out.append(f"\\U{code:08X}")
+    out.append('"')
+    return "".join(out)
+
+
+def _quote(text: object) -> str:
+    """A key or value for an error message: TOML-quoted when possible, else repr."""
+    if isinstance(text, str):
+        try:
+            return _toml_string(text)
+        except ValueError:
+            pass
+    return repr(text)
+
+
+def vendor_map_entry(raw: str, reason: str = "task_complete") -> str:
+    """A ready-to-paste TOML line for the map, e.g. '"policy_hidden_v3" = "task_complete"'.
+
+    Goes under ``[stops]`` in a vendor map file. ``raw`` is escaped as a TOML basic string, so
+    the line round-trips through tomllib for any string (quotes, backslashes, newlines, unicode);
+    invisible characters come out as ``\\uXXXX``. ``reason`` is a StopReason (or its value) or
+    "continue". Raises VendorMapError (a ValueError) for an empty ``raw`` or an unknown reason,
+    and ValueError for a ``raw`` holding lone surrogates (TOML cannot represent them).
+    """
+    if not isinstance(raw, str):
+        raise TypeError(f"raw must be a str, not {type(raw).__name__}")
+    if raw == "":
+        raise VendorMapError("the empty string cannot be mapped (it means no stop)")
+    if isinstance(reason, StopReason):
+        reason = reason.value
+    if not isinstance(reason, str) or reason not in _VALUES:
+        raise VendorMapError(f"reason {reason!r}: {_bad_value_hint(reason)}")
+    return f"{_toml_string(raw)} = {_toml_string(reason)}"

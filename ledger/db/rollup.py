@@ -1,0 +1,226 @@
+"""The session rollup: per-bucket session counts, kept up to date by every batch, for the dashboard.
+
+The dashboard's overview counts sessions by task class, stop reason, day and source file, and
+shows how much of each cap the stopped sessions had used. Aggregating 100,000 sessions (and
+joining each to its stopping step among a million steps) on every page view would be a full
+scan per request. So the writer keeps ``session_rollup`` in step with ``sessions``: one row per
+(source, task class, stop reason, day, no-terminal flag, unknown-vendor flag) holding
+
+* the number of sessions and the sums of their counters, and
+* for each budget counter and bucket (``rounds_0`` ... ``seconds_3``), how many of those
+  sessions had used under 50%, 50-80%, 80-100% or all of that cap at the step where the budget
+  stopped them (only sessions that stopped, held to that cap by their dialect, with the cap on
+  and the meter in their log).
+
+A session's contribution is a function of its ``sessions`` row, its stopping ``steps`` row and
+whether it has an ``unknown_vendor`` incident. :func:`apply` adds (``sign=1``) or takes away
+(``sign=-1``) the contributions of some sessions, so the writer takes them away before it
+changes those sessions and adds them back before it commits (see :class:`Pending`). Key columns hold
+``''`` for a missing value, so that the unique index can merge them (SQLite's NULLs never match).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from ledger.core.budget import GATE, LOOP
+from ledger.core.fold import families_for
+
+TABLE = "session_rollup"
+
+#: Bucket edges as fractions of the cap, and the label of each bucket.
+BUCKET_EDGES = (0.5, 0.8, 1.0)
+BUCKETS = ("under 50%", "50-80%", "80-100%", "at or over the cap")
+
+
+@dataclass(frozen=True)
+class Counter:
+    """A budget counter the steps table records after each step, and the cap it runs against."""
+
+    name: str
+    label: str
+    column: str  # in ``steps``
+    cap: str  # a Budget field
+    meter: str | None  # the meter the log must carry for it to mean anything (None: always)
+    family: str  # the cap family (seed) that holds a dialect to this cap
+
+    @property
+    def dialects(self) -> tuple[str, ...]:
+        """The dialects held to this counter's cap."""
+        return tuple(d for d in ("native", "trace", "gate") if self.family in families_for(d))
+
+    def bucket_column(self, bucket: int) -> str:
+        return f"{self.name}_{bucket}"
+
+
+COUNTERS: tuple[Counter, ...] = (
+    Counter("rounds", "rounds", "total_rounds", "max_rounds", "round_counter", LOOP),
+    Counter("tool_calls", "tool calls", "total_tool_calls", "max_tool_calls", "tool_calls", LOOP),
+    Counter(
+        "output_tokens", "output tokens", "total_output_tokens", "max_output_tokens",
+        "output_tokens", LOOP,
+    ),
+    Counter(
+        "tool_errors", "tool errors in a row", "consecutive_errors",
+        "max_consecutive_tool_errors", "tool_errors", LOOP,
+    ),
+    Counter("steps", "steps", "total_steps", "max_steps", None, GATE),
+    Counter("writes", "writes", "total_writes", "max_writes", "write_classification", GATE),
+    Counter("seconds", "seconds", "elapsed_s", "max_seconds", "elapsed_time", GATE),
+)
+
+KEYS: tuple[tuple[str, str], ...] = (
+    ("source_id", "coalesce(s.source_id, '')"),
+    ("task_class", "coalesce(s.task_class, '')"),
+    ("stop_reason", "coalesce(s.stop_reason, '')"),
+    ("day", "coalesce(substr(s.started_at, 1, 10), '')"),
+    (
+        "no_terminal",
+        "(s.stop_reason = 'task_complete' and coalesce(s.recorded_stop, '') != 'task_complete')",
+    ),
+    (
+        "unknown_vendor",
+        "exists(select 1 from incidents i "
+        "where i.session_id = s.session_id and i.kind = 'unknown_vendor')",
+    ),
+)
+INT_KEYS = frozenset({"no_terminal", "unknown_vendor"})
+
+
+def bucket_sql(value: str, cap: str) -> str:
+    """SQL for the bucket number (0-3) of ``value`` against ``cap``."""
+    low, mid, full = BUCKET_EDGES
+    return (
+        f"case when {value} >= {full} * {cap} then 3 when {value} >= {mid} * {cap} then 2 "
+        f"when {value} >= {low} * {cap} then 1 else 0 end"
+    )
+
+
+def _bucket_measures(counter: Counter) -> list[tuple[str, str]]:
+    """``(column, SQL)`` of the counter's four bucket flags for one session."""
+    cap = f"json_extract(s.budget, '$.{counter.cap}')"
+    value = f"t.{counter.column}"
+    dialects = ", ".join(f"'{d}'" for d in counter.dialects)
+    held = f"s.dialect in ({dialects}) and {cap} is not null and {value} is not null"
+    if counter.meter:
+        held += f" and instr(',' || coalesce(s.meters, '') || ',', ',{counter.meter},') > 0"
+    return [
+        (
+            counter.bucket_column(b),
+            f"case when {held} and ({bucket_sql(value, cap)}) = {b} then 1 else 0 end",
+        )
+        for b in range(len(BUCKETS))
+    ]
+
+
+MEASURES: tuple[tuple[str, str], ...] = (
+    ("sessions", "1"),
+    ("events", "coalesce(s.events, 0)"),
+    ("steps", "coalesce(s.steps, 0)"),
+    ("rounds", "coalesce(s.rounds, 0)"),
+    ("tool_calls", "coalesce(s.tool_calls, 0)"),
+    ("output_tokens", "coalesce(s.output_tokens, 0)"),
+    ("events_after_stop", "coalesce(s.events_after_stop, 0)"),
+    *(m for c in COUNTERS for m in _bucket_measures(c)),
+)
+KEY_NAMES = tuple(name for name, _ in KEYS)
+MEASURE_NAMES = tuple(name for name, _ in MEASURES)
+
+#: Which sessions a contribution query covers: the ones named in ``:ids`` (a JSON list), or all.
+SOME = "s.session_id in (select value from json_each(:ids))"
+ALL = "1"
+
+
+def contributions(which: str) -> str:
+    """One row per session: its rollup key and measures (the stopping step joined)."""
+    columns = ", ".join(f"{sql} as {name}" for name, sql in (*KEYS, *MEASURES))
+    return (
+        f"select {columns} from sessions s "
+        "left join steps t on t.session_id = s.session_id and t.idx = s.stop_at "
+        f"where {which}"
+    )
+
+
+def ddl() -> list[str]:
+    columns = [f"[{k}] {'INTEGER' if k in INT_KEYS else 'TEXT'} NOT NULL" for k in KEY_NAMES]
+    columns += [f"[{m}] INTEGER NOT NULL" for m in MEASURE_NAMES]
+    return [
+        f"CREATE TABLE [{TABLE}] ({', '.join(columns)})",
+        f"CREATE UNIQUE INDEX [idx_{TABLE}_key] ON [{TABLE}] ({', '.join(KEY_NAMES)})",
+        f"CREATE INDEX [idx_{TABLE}_empty] ON [{TABLE}] (sessions) WHERE sessions = 0",
+    ]
+
+
+def upsert(which: str) -> str:
+    keys = ", ".join(KEY_NAMES)
+    measures = ", ".join(MEASURE_NAMES)
+    sums = ", ".join(f":sign * sum({m})" for m in MEASURE_NAMES)
+    updates = ", ".join(f"{m} = {m} + excluded.{m}" for m in MEASURE_NAMES)
+    return (
+        f"INSERT INTO [{TABLE}] ({keys}, {measures}) "
+        f"SELECT {keys}, {sums} FROM ({contributions(which)}) WHERE 1 GROUP BY {keys} "
+        f"ON CONFLICT ({keys}) DO UPDATE SET {updates}"
+    )
+
+
+def create(conn: sqlite3.Connection) -> None:
+    """Create the rollup table and fill it from the sessions already stored."""
+    for statement in ddl():
+        conn.execute(statement)
+    conn.execute(upsert(ALL), {"sign": 1})
+
+
+def apply(conn: sqlite3.Connection, session_ids: Sequence[str], sign: int) -> None:
+    """Add (``sign=1``) or take away (``sign=-1``) these sessions' contributions."""
+    if not session_ids:
+        return
+    conn.execute(upsert(SOME), {"sign": sign, "ids": json.dumps(list(session_ids))})
+    conn.execute(f"DELETE FROM [{TABLE}] WHERE sessions = 0")
+
+
+class Pending:
+    """The sessions whose contributions a write transaction has taken out of the rollup.
+
+    A session's contribution is taken out before the transaction first changes it and added
+    back once, just before the commit, from what the session has become: an ingest that goes
+    on with a few sessions in each of many files applied the rollup twice per file before.
+    Inside the transaction the rollup lacks those sessions; no one else sees it before the
+    commit. ``mark``/``reset`` follow the transaction's savepoints.
+    """
+
+    def __init__(self) -> None:
+        self.out: set[str] = set()
+        self._order: list[str] = []  # self.out in the order taken out, for reset()
+
+    def take_out(self, conn: sqlite3.Connection, session_ids: Iterable[str]) -> None:
+        new = sorted(set(session_ids) - self.out)
+        apply(conn, new, -1)
+        self.out.update(new)
+        self._order += new
+
+    def add_back(self, conn: sqlite3.Connection) -> None:
+        apply(conn, sorted(self.out), 1)
+        self.out.clear()
+        self._order.clear()
+
+    def mark(self) -> int:
+        """A point to reset to: how many sessions are out now (no copy, since a transaction
+        of many small files takes a mark per file)."""
+        return len(self._order)
+
+    def reset(self, mark: int) -> None:
+        """Back to ``mark``: the savepoint it was taken at has been rolled back."""
+        self.out.difference_update(self._order[mark:])
+        del self._order[mark:]
+
+
+def rebuilt(conn: sqlite3.Connection) -> list[tuple]:
+    """What the rollup would hold if built from scratch now (for checks and tests)."""
+    keys = ", ".join(KEY_NAMES)
+    sums = ", ".join(f"sum({m})" for m in MEASURE_NAMES)
+    return conn.execute(
+        f"SELECT {keys}, {sums} FROM ({contributions(ALL)}) GROUP BY {keys} ORDER BY {keys}"
+    ).fetchall()

@@ -1,0 +1,255 @@
+"""The verdict tables: read what :mod:`ledger.analysis.verdicts` needs, write what it finds.
+
+``session_parity``, ``cap_coverage`` and ``task_classes`` are derived from ``sessions``,
+``steps`` and ``incidents``. After an ingest, the parity of the sessions it wrote is checked
+again and the verdicts of their task classes are recomputed from the stored parity, grouped:
+the cost follows what the ingest added, not the size of the database. ``agent-ledger verdicts``
+(and an ingest that deleted sessions) rewrites them whole. The settings they were computed with
+(tolerance, minimum sessions) are kept in ``verdict_settings`` so that a later ingest keeps them.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator
+from itertools import islice
+from operator import itemgetter
+from typing import Any
+
+import sqlite_utils
+
+from ledger.analysis.verdicts import (
+    LISTED,
+    STAY,
+    Group,
+    Settings,
+    Verdicts,
+    compute,
+    coverage,
+    judge,
+    parity,
+    task_class_of,
+)
+from ledger.db import migrations, writes
+
+SESSIONS_SQL = """
+select
+  s.session_id, s.task_class, s.dialect, s.stop_reason, s.stop_at, s.stop_detail,
+  s.recorded_stop, s.vendor_stop, s.rounds, s.steps, s.tool_calls, s.meters, s.budget,
+  s.budget_digest,
+  st.total_rounds as stop_rounds, st.total_steps as stop_steps,
+  st.total_tool_calls as stop_tool_calls
+from sessions s
+left join steps st on st.session_id = s.session_id and st.idx = s.stop_at
+"""
+
+#: What tells a class's sessions apart for its verdict, as ``session_parity`` holds it: the
+#: columns of ``migrations.PARITY_GROUP_INDEX`` between the class and the session.
+_GROUP_KEY = migrations.PARITY_GROUP_INDEX[1:-1]
+
+#: A session's group: its class and what tells it apart (the columns ``parity_groups`` counts
+#: sessions by).
+_GROUP = ("task_class", *_GROUP_KEY)
+_group_of = itemgetter(*_GROUP)
+
+#: A class's groups and how many sessions each holds (kept up to date by :func:`_check`).
+GROUPS_SQL = f"select {', '.join(_GROUP_KEY)}, sessions from parity_groups where task_class = ?"
+
+#: The first ids of one group of a class, as many as a verdict names (a range of the
+#: parity index: ``IS`` matches the NULLs a key may hold).
+_IN_GROUP = "task_class = ? and " + " and ".join(f"{k} is ?" for k in _GROUP_KEY)
+LISTED_SQL = f"""
+select session_id from session_parity where {_IN_GROUP}
+order by session_id limit {LISTED}
+"""
+
+#: The groups some sessions are in, as their stored parity has it (before it is replaced).
+_GROUPS_OF_SQL = f"select {', '.join(_GROUP)} from session_parity where session_id in ({{marks}})"
+
+_MOVE_SQL = f"update parity_groups set sessions = sessions + ? where {_IN_GROUP}"
+_NEW_GROUP_SQL = (
+    f"insert into parity_groups ({', '.join(_GROUP)}, sessions) "
+    f"values ({', '.join('?' for _ in _GROUP)}, ?)"
+)
+_EMPTY_SQL = f"delete from parity_groups where {_IN_GROUP} and sessions <= 0"
+
+#: The parity detail and the budget of a group's first session.
+FIRSTS_SQL = """
+select p.session_id, p.parity_detail, s.budget
+from session_parity p join sessions s on s.session_id = p.session_id
+where p.session_id in ({marks})
+"""
+
+UNKNOWN_VENDOR_SQL = """
+select session_id, task_class, key from incidents where kind = 'unknown_vendor'
+order by session_id, start_idx
+"""
+
+CHUNK = 500  # ids per "IN (...)" list
+
+
+def _dicts(cursor: sqlite3.Cursor) -> Iterator[dict[str, Any]]:
+    names = [d[0] for d in cursor.description]
+    return (dict(zip(names, row, strict=True)) for row in cursor)
+
+
+def _chunks(ids: Iterable[str]) -> Iterator[tuple[list[str], str]]:
+    """Sorted ids in chunks, each with its ``?, ?, ...`` placeholders."""
+    ordered = sorted(ids)
+    for start in range(0, len(ordered), CHUNK):
+        chunk = ordered[start : start + CHUNK]
+        yield chunk, ", ".join("?" for _ in chunk)
+
+
+def stored_settings(conn: sqlite3.Connection) -> Settings:
+    """The settings of the last computation, or the defaults."""
+    row = conn.execute(
+        "SELECT tolerance, min_sessions FROM verdict_settings WHERE id = 1"
+    ).fetchone()
+    return Settings(*row) if row else Settings()
+
+
+def compute_from(conn: sqlite3.Connection, settings: Settings | None = None) -> Verdicts:
+    """Verdicts over the database as it stands, without writing anything."""
+    settings = settings or stored_settings(conn)
+    sessions = list(_dicts(conn.execute(SESSIONS_SQL + "order by s.session_id")))
+    return compute(sessions, _dicts(conn.execute(UNKNOWN_VENDOR_SQL)), settings)
+
+
+def refresh(db: sqlite_utils.Database, settings: Settings | None = None) -> Verdicts:
+    """Recompute the verdict tables whole and store them with the settings used; returns
+    every row written."""
+    with writes.immediate(db) as conn:
+        verdicts = _recompute(conn, settings or stored_settings(conn), keep=True)
+    verdicts.classes.sort(key=lambda c: (c["verdict"] != STAY, c["task_class"]))
+    return verdicts
+
+
+def _recompute(conn: sqlite3.Connection, settings: Settings, keep: bool) -> Verdicts:
+    """Rewrite the verdict tables whole; ``keep``: return every row (else none, so memory
+    holds a chunk of sessions and one class's groups, whatever the size of the database)."""
+    verdicts = Verdicts(settings)
+    for table in ("session_parity", "parity_groups", "cap_coverage", "task_classes"):
+        writes.replace_all(conn, table, [])
+    sessions = conn.execute(SESSIONS_SQL)
+    classes = _check(conn, settings, sessions, verdicts.parity if keep else None)
+    for part in _judge(conn, settings, classes):
+        verdicts.coverage += part.coverage
+        verdicts.classes += part.classes
+    _settle(conn, settings)
+    return verdicts
+
+
+def after_ingest(
+    db: sqlite_utils.Database, changed: bool, touched: set[str] | None = None
+) -> None:
+    """Called at the end of every ingest: bring the verdict tables up to date if the data
+    changed, or compute them if they never were (a database made before they existed).
+
+    ``touched``: the sessions the ingest wrote, when it deleted none; then only their parity
+    is checked and only their task classes judged again (a class's verdict depends on its own
+    sessions alone). None: everything is recomputed.
+    """
+    never = db.conn.execute("SELECT count(*) FROM verdict_settings").fetchone()[0] == 0
+    if not (changed or never):
+        return
+    with writes.immediate(db) as conn:
+        settings = stored_settings(conn)
+        if never or touched is None:
+            _recompute(conn, settings, keep=False)
+            return
+        classes: set[str] = set()
+        for chunk, marks in _chunks(touched):
+            cursor = conn.execute(SESSIONS_SQL + f"where s.session_id in ({marks})", chunk)
+            classes.update(_check(conn, settings, cursor))
+        for _ in _judge(conn, settings, classes):
+            pass  # written as it goes; nothing kept
+        _settle(conn, settings)
+
+
+def _check(
+    conn: sqlite3.Connection, settings: Settings, sessions: sqlite3.Cursor,
+    into: list[dict[str, Any]] | None = None,
+) -> set[str]:
+    """Check and store the parity of ``sessions`` (rows of :data:`SESSIONS_SQL`), a chunk at a
+    time, and move them between the counted groups; returns the task classes they were and
+    are in (a class a session left is judged again too), and adds the rows to ``into``."""
+    classes: set[str] = set()
+    checked = (parity(session, settings.tolerance) for session in _dicts(sessions))
+    while chunk := list(islice(checked, CHUNK)):
+        moves: Counter[tuple[Any, ...]] = Counter()
+        ids = [row["session_id"] for row in chunk]
+        marks = ", ".join("?" for _ in ids)
+        for group in conn.execute(_GROUPS_OF_SQL.format(marks=marks), ids):
+            moves[group] -= 1
+        writes.replace_all(conn, "session_parity", chunk, keep=True)
+        moves.update(map(_group_of, chunk))
+        _count(conn, moves)
+        classes.update(group[0] for group in moves)
+        if into is not None:
+            into += chunk
+    return classes
+
+
+def _count(conn: sqlite3.Connection, moves: Counter[tuple[Any, ...]]) -> None:
+    """Add to each group's count of sessions what it gained or lost; drop emptied groups."""
+    for group, change in moves.items():
+        if change == 0:
+            continue
+        if conn.execute(_MOVE_SQL, (change, *group)).rowcount == 0:
+            conn.execute(_NEW_GROUP_SQL, (*group, change))
+        elif change < 0:
+            conn.execute(_EMPTY_SQL, group)
+
+
+def _judge(
+    conn: sqlite3.Connection, settings: Settings, classes: set[str]
+) -> Iterator[Verdicts]:
+    """Rewrite the coverage and verdict of each class in ``classes`` from its stored parity,
+    one class at a time (memory holds its groups, not its sessions); yields each part."""
+    unknown: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in _dicts(conn.execute(UNKNOWN_VENDOR_SQL)):
+        unknown[task_class_of(row)].append(row)
+    for cls in sorted(classes):
+        for table in ("cap_coverage", "task_classes"):
+            conn.execute(f"DELETE FROM [{table}] WHERE task_class = ?", (cls,))
+        groups = stored_groups(conn, cls)
+        if not groups:
+            continue  # its last session left the database
+        covered = coverage(cls, groups)
+        part = Verdicts(settings, coverage=[c.row() for c in covered],
+                        classes=[judge(cls, groups, covered, unknown[cls], settings)])
+        writes.replace_all(conn, "cap_coverage", part.coverage, keep=True)
+        writes.replace_all(conn, "task_classes", part.classes, keep=True)
+        yield part
+
+
+def stored_groups(conn: sqlite3.Connection, task_class: str) -> list[Group]:
+    """A class's sessions as :class:`~ledger.analysis.verdicts.Group` s, read from its group counts
+    and stored parity (what :func:`~ledger.analysis.verdicts.group` makes of the sessions
+    themselves, in its order: by each group's first session)."""
+    listed = [
+        (key, count, [i for (i,) in conn.execute(LISTED_SQL, (task_class, *key))])
+        for *key, count in conn.execute(GROUPS_SQL, (task_class,)).fetchall()
+    ]
+    firsts: dict[str, tuple[str | None, str | None]] = {}
+    for chunk, marks in _chunks(ids[0] for _, _, ids in listed):
+        for session_id, detail, budget in conn.execute(FIRSTS_SQL.format(marks=marks), chunk):
+            firsts[session_id] = (detail, budget)
+    groups = []
+    for key, count, ids in sorted(listed, key=lambda group: group[2][0]):
+        dialect, _digest, meters, stop_reason, recorded_stop, parity_ = key
+        detail, budget = firsts[ids[0]]
+        groups.append(Group(dialect, budget, meters, stop_reason, recorded_stop, parity_,
+                            count, ids, detail or ""))
+    return groups
+
+
+def _settle(conn: sqlite3.Connection, settings: Settings) -> None:
+    writes.replace_all(conn, "verdict_settings", [{
+        "id": 1,
+        "tolerance": settings.tolerance,
+        "min_sessions": settings.min_sessions,
+        "computed_at": writes.now(),
+    }])

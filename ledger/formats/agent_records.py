@@ -1,0 +1,134 @@
+"""What the importers of real agent logs share: record checks, timestamps, observations, excerpts.
+
+Each importer (:mod:`ledger.formats.claude_code`, :mod:`~ledger.formats.codex`,
+:mod:`~ledger.formats.langfuse`) is a pure translator from parsed records to
+:class:`~ledger.formats.seed_dialects.Record` objects; :class:`~ledger.ingest.source.SourceFold`
+routes them to sessions like any other dialect, and :mod:`ledger.formats.detect` picks the
+importer for a file.
+
+* A *line reader* (``claude-code``, ``codex``) takes one parsed JSONL record and the source's
+  reader state (a JSON-serialisable dict kept in the source's cursor, so an ingest can stop
+  after any line and carry on later) and returns the records it yields, often none.
+* A *document reader* (``langfuse``) takes one whole JSON document.
+
+A record of a type the importer does not know raises :class:`UnknownRecord`: formats drift
+between versions, so it is counted per file and skipped, never an error. The mapping of each
+format onto rounds and checkpoints is documented in docs/real-agent-logs.md.
+
+Privacy: importers hand the fold only what its tables need. Tool output and prompts never
+leave the importer: an observation is a digest of the tool call and its result, and only a
+tool error keeps a short excerpt (its first line, redacted by the fold like every detail).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any
+
+from ledger.core.events import ROUND, Event, observation_hash
+from ledger.formats.seed_dialects import Record, RecordError, parse_ts
+
+ERROR_EXCERPT = 200
+
+
+class UnknownRecord(Exception):
+    """A record of a type the importer does not know; ``kind`` names the type for the count."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__(kind)
+        self.kind = kind
+
+
+def as_object(value: Any, what: str = "record") -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise RecordError(f"expected the {what} to be a JSON object")
+    return value
+
+
+def moment(obj: dict[str, Any], key: str = "timestamp") -> tuple[str | None, float | None]:
+    """The record's timestamp and its POSIX seconds; a missing or odd timestamp is no time."""
+    text = obj.get(key)
+    if not isinstance(text, str):
+        return None, None
+    try:
+        return text, parse_ts(text)
+    except RecordError:
+        return None, None
+
+
+def stamped(
+    events: list[Event], when: tuple[str | None, float | None], session: str,
+    task_class: str | None, parent: str | None,
+) -> list[Record]:
+    """The events one record yields, with its timestamp and its session."""
+    for event in events:
+        event.ts, event.at = when
+    return [Record(e, session=session, task_class=task_class, parent=parent) for e in events]
+
+
+def tool_result(
+    tool: str | None, call: str, output: Any, failed: bool | None, detail: str | None = None
+) -> Event:
+    """A tool's result, continuing the round that called it: an observation (a digest of the
+    call and its output, never the text) and, when it failed, a short excerpt."""
+    if failed and detail is None:
+        detail = excerpt(output) if isinstance(output, str) else "tool failed"
+    return Event(ROUND, same_round=True, observation=digest(call, output), tool_error=failed,
+                 tool=tool, detail=detail if failed else None)
+
+
+def whole(value: Any) -> int | None:
+    """A token count: a non-negative whole number, also as a string (OTLP JSON int64)."""
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return None
+    return value
+
+
+def digest(*parts: Any) -> str:
+    """An observation: the hash of a tool call and its result, never the text itself."""
+    return observation_hash("\x1f".join(p if isinstance(p, str) else repr(p) for p in parts))
+
+
+def excerpt(text: str) -> str:
+    """The first non-blank line of a tool error, cut short (the fold then redacts it)."""
+    line = next((part.strip() for part in text.splitlines() if part.strip()), "")
+    return line[:ERROR_EXCERPT]
+
+
+def text_of(content: Any) -> str:
+    """The text of a tool result: a string, or the text parts of a list of content blocks."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if isinstance(block, dict) and isinstance(block.get("text"), str):
+                parts.append(block["text"])
+            elif isinstance(block, str):
+                parts.append(block)
+            else:
+                parts.append(repr(block))  # images and other blocks: hashed as they are
+        return "\n".join(parts)
+    return "" if content is None else repr(content)
+
+
+def folder_name(path: Any) -> str | None:
+    """The last part of a working directory (POSIX or Windows), as a default task class."""
+    return _last_part(path) if isinstance(path, str) else None
+
+
+@functools.lru_cache(maxsize=256)  # every line of a session repeats its cwd
+def _last_part(path: str) -> str | None:
+    return _SEPARATORS.split(path.rstrip("\\/"))[-1] or None
+
+
+_SEPARATORS = re.compile(r"[\\/]")
+
+
+def bounded(mapping: dict[str, Any], limit: int) -> None:
+    """Drop the oldest entries of an insertion-ordered dict beyond ``limit``."""
+    while len(mapping) > limit:
+        del mapping[next(iter(mapping))]

@@ -1,0 +1,239 @@
+"""Claude Code session transcripts (``~/.claude/projects/<project>/<sessionId>.jsonl``).
+
+What a record becomes (the README's mapping table says the same for users):
+
+* ``assistant`` lines are model rounds. Claude Code writes one line per content block (text,
+  thinking, each ``tool_use``) and repeats the message's ``usage`` on each, sometimes growing,
+  so the round is the API response, keyed by ``message.id`` (``requestId`` if it has none).
+  The first line of a response is a round; later lines continue it (``same_round``), adding
+  their ``tool_use`` blocks and the growth of ``output_tokens`` over what was counted: usage
+  is taken once per response, the fullest seen, never summed per line. A response id seen
+  before in the session (one of its last 256; a replayed transcript) is skipped and counted in
+  the reader state.
+* ``message.stop_reason`` is null on every line Claude Code writes: null is "not a stop". A
+  non-null value is passed on as the vendor stop string.
+* Synthetic API-error lines (``isApiErrorMessage``, model ``<synthetic>``) and the
+  ``system/api_error`` lines of each retry are ``retry`` actions of the tool ``api``: API
+  failures, never completions, and the raw material of retry storms.
+* ``user`` lines with ``tool_result`` blocks continue the round that called the tool: each
+  result is an observation (a digest of the call and its result) and a tool error when
+  ``is_error`` is true. A result the user rejected is a ``user_cancel`` end, not a tool error.
+* A user prompt starts a turn (``start``); ``system/turn_duration`` and
+  ``system/stop_hook_summary`` end it (``end``, ``task_complete``, or the unmapped vendor
+  stop ``stop_hook_prevented`` when a hook stopped the agent); "[Request interrupted by
+  user...]" ends it as ``user_cancel``.
+* Sub-agent (sidechain) lines belong to their own session, ``<sessionId>:agent-<agentId>``,
+  linked to the parent session ``<sessionId>``; the parent never counts their usage.
+* The task class is the project folder name (the last part of ``cwd``).
+
+Reader state, per session: the current response id and the output tokens counted for it, the
+ids of the last 256 responses, and the open tool calls (name and input digest, bounded).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ledger.core.events import ROUND, Event
+from ledger.formats.agent_records import (
+    UnknownRecord,
+    as_object,
+    bounded,
+    digest,
+    excerpt,
+    folder_name,
+    moment,
+    stamped,
+    text_of,
+    tool_result,
+    whole,
+)
+from ledger.formats.seed_dialects import Record, RecordError
+
+#: Line types with nothing for the budget: hooks, file snapshots, titles, queue operations.
+IGNORED = frozenset({
+    "progress", "file-history-snapshot", "queue-operation", "summary", "custom-title",
+    "ai-title", "last-prompt", "attachment", "tag", "agent-name", "pr-link",
+})
+#: ``system`` subtypes with nothing for the budget (local slash commands, compaction, notes).
+IGNORED_SYSTEM = frozenset({
+    "init", "local_command", "compact_boundary", "microcompact_boundary", "informational",
+    "away_summary", "agents_killed", "model_refusal_fallback",
+})
+#: User text that is not a prompt to the model: local slash commands and their output.
+NOT_PROMPTS = ("<command-name>", "<command-message>", "<local-command-stdout>",
+               "<local-command-caveat>", "<local-command-stderr>")
+INTERRUPTED = "[Request interrupted by user"
+REJECTED = "The user doesn't want to proceed with this tool use"
+SEEN_MAX = 256
+TOOLS_MAX = 512
+
+
+def looks_like(obj: dict[str, Any]) -> bool:
+    kind = obj.get("type")
+    if kind in ("user", "assistant", "system", "progress", "queue-operation"):
+        return isinstance(obj.get("sessionId"), str)
+    return (kind == "file-history-snapshot" and "snapshot" in obj) or (
+        kind == "summary" and "leafUuid" in obj
+    )
+
+
+def read(value: Any, state: dict[str, Any], fallback: str) -> list[Record]:
+    obj = as_object(value)
+    kind = obj.get("type")
+    if kind in IGNORED:
+        return []
+    if kind not in ("assistant", "user", "system"):
+        raise UnknownRecord(str(kind))
+    if kind == "system" and obj.get("subtype") in IGNORED_SYSTEM:
+        return []
+    session, parent = _session(obj)
+    mine = state.setdefault(session, {"round": None, "counted": 0, "seen": {}, "tools": {}})
+    if kind == "assistant":
+        events = _assistant(obj, mine)
+    elif kind == "user":
+        events = _user(obj, mine)
+    else:
+        events = _system(obj)
+    return stamped(events, moment(obj), session, folder_name(obj.get("cwd")), parent)
+
+
+def _session(obj: dict[str, Any]) -> tuple[str, str | None]:
+    """The session a line belongs to, and its parent when it is a sub-agent's line."""
+    session = obj.get("sessionId")
+    if not isinstance(session, str) or not session:
+        raise RecordError("field 'sessionId' must be a non-empty string")
+    if obj.get("isSidechain") is True:
+        agent = obj.get("agentId")
+        child = f"{session}:agent-{agent}" if isinstance(agent, str) else f"{session}:sidechain"
+        return child, session
+    return session, None
+
+
+def _message(obj: dict[str, Any]) -> dict[str, Any]:
+    return as_object(obj.get("message"), "field 'message'")
+
+
+def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
+    content = message.get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if not isinstance(content, list):
+        return []
+    return [block for block in content if isinstance(block, dict)]
+
+
+# --- assistant lines: rounds ----------------------------------------------------------------
+
+
+def _assistant(obj: dict[str, Any], mine: dict[str, Any]) -> list[Event]:
+    message = _message(obj)
+    if obj.get("isApiErrorMessage") is True or message.get("model") == "<synthetic>":
+        _close_round(mine)
+        kind = [str(v) for v in (obj.get("error"), obj.get("apiErrorStatus")) if v is not None]
+        return [Event("retry", tool="api", detail=" ".join(kind) or "API error")]
+    key = message.get("id") or obj.get("requestId") or obj.get("uuid")
+    key = key if isinstance(key, str) else None
+    tools = [b for b in _blocks(message) if b.get("type") == "tool_use"]
+    usage = message.get("usage")
+    tokens = whole(usage.get("output_tokens")) if isinstance(usage, dict) else None
+    stop = message.get("stop_reason")
+    vendor = stop if isinstance(stop, str) and stop else None
+    same = key is not None and key == mine["round"]
+    if not same and key is not None:
+        if digest(key)[:12] in mine["seen"]:
+            mine["replayed"] = mine.get("replayed", 0) + 1
+            return []
+        _close_round(mine)
+        mine["round"] = key
+    for block in tools:
+        name = block.get("name") if isinstance(block.get("name"), str) else None
+        if isinstance(block.get("id"), str):
+            mine["tools"][block["id"]] = [name, digest(name, block.get("input"))]
+    bounded(mine["tools"], TOOLS_MAX)
+    added = None
+    if tokens is not None:
+        added = max(0, tokens - mine["counted"]) if same else tokens
+        mine["counted"] = max(mine["counted"], tokens)
+    if same and not tools and not added and vendor is None:
+        return []  # another block of the same response, adding nothing
+    names = [b["name"] for b in tools if isinstance(b.get("name"), str)]
+    model = message.get("model")
+    return [Event(
+        ROUND,
+        same_round=same,
+        tool_calls=len(tools),
+        output_tokens=added,
+        vendor_stop=vendor,
+        tool=",".join(names) or None,
+        detail=None if same or not isinstance(model, str) else model,
+    )]
+
+
+def _close_round(mine: dict[str, Any]) -> None:
+    """The current response is over: remember its id, so a replay of it is not counted again."""
+    if mine["round"] is not None:
+        mine["seen"][digest(mine["round"])[:12]] = 0
+        bounded(mine["seen"], SEEN_MAX)
+    mine["round"], mine["counted"] = None, 0
+
+
+# --- user lines: tool results, prompts, interruptions ---------------------------------------
+
+
+def _user(obj: dict[str, Any], mine: dict[str, Any]) -> list[Event]:
+    blocks = _blocks(_message(obj))
+    results = [b for b in blocks if b.get("type") == "tool_result"]
+    if results:
+        return [_tool_result(block, mine) for block in results]
+    if obj.get("isMeta") is True or obj.get("isCompactSummary") is True:
+        return []
+    text = "\n".join(b["text"] for b in blocks if isinstance(b.get("text"), str)).lstrip()
+    if text.startswith(INTERRUPTED):
+        return [Event("end", outcome="user_cancel", detail="interrupted by the user")]
+    if not text or text.startswith(NOT_PROMPTS):
+        return []
+    kind = "task notification" if text.startswith("<task-notification>") else "user prompt"
+    return [Event("start", detail=kind)]
+
+
+def _tool_result(block: dict[str, Any], mine: dict[str, Any]) -> Event:
+    call = block.get("tool_use_id")
+    name, call_digest = mine["tools"].pop(call, [None, ""]) if isinstance(call, str) else [None, ""]
+    text = text_of(block.get("content"))
+    failed = block.get("is_error") is True
+    if failed and text.startswith(REJECTED):
+        return Event("end", outcome="user_cancel", tool=name, detail="tool use rejected by user")
+    return tool_result(name, call_digest, text, failed)
+
+
+# --- system lines: turn ends and API retries ------------------------------------------------
+
+
+def _system(obj: dict[str, Any]) -> list[Event]:
+    subtype = obj.get("subtype")
+    if subtype == "turn_duration":
+        ms = whole(obj.get("durationMs"))
+        detail = "turn_duration" + (f" {ms} ms" if ms is not None else "")
+        return [Event("end", outcome="task_complete", detail=detail)]
+    if subtype == "stop_hook_summary":
+        if obj.get("preventedContinuation") is True:
+            reason = obj.get("stopReason") if isinstance(obj.get("stopReason"), str) else ""
+            detail = "stop hook prevented continuation" + (f": {excerpt(reason)}" if reason else "")
+            return [Event("end", vendor_stop="stop_hook_prevented", detail=detail)]
+        return [Event("end", outcome="task_complete", detail="stop_hook_summary")]
+    if subtype == "api_error":
+        return [Event("retry", tool="api", detail=_retry_detail(obj))]
+    raise UnknownRecord(f"system/{subtype}")
+
+
+def _retry_detail(obj: dict[str, Any]) -> str:
+    error = obj.get("error")
+    status = error.get("status") if isinstance(error, dict) else None
+    attempt, most = whole(obj.get("retryAttempt")), whole(obj.get("maxRetries"))
+    parts = ["api_error"]
+    if status is not None:
+        parts.append(str(status))
+    if attempt is not None:
+        parts.append(f"attempt {attempt}" + (f"/{most}" if most is not None else ""))
+    return " ".join(parts)

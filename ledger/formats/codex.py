@@ -1,0 +1,272 @@
+"""Codex CLI rollouts (``~/.codex/sessions/YYYY/MM/DD/rollout-<time>-<uuid>.jsonl``).
+
+Every line is ``{"timestamp", "type", "payload"}``. What a record becomes (the README's
+mapping table says the same for users):
+
+* A model response is a round. Its first output item (``reasoning``, an assistant
+  ``message``, a ``function_call`` or other tool call) opens the round; later items of the same
+  response continue it (``same_round``) and add their tool calls. The ``token_count`` event
+  written after the response closes it and adds its output tokens.
+* ``token_count`` totals are cumulative and re-emitted unchanged: the output tokens of a round
+  are the growth of ``total_token_usage.output_tokens``; a zero growth and ``info: null`` are
+  skipped. Reasoning tokens are already inside output tokens and are never added again.
+* A tool's result continues the round that called it: ``function_call_output`` (or
+  ``custom_tool_call_output``) is the observation, a digest of the call and its output. The
+  exit code is a tool error: older builds put it in the output's JSON (``metadata.exit_code``),
+  newer ones in ``exec_command_end`` (``exit_code``, ``status``), ``patch_apply_end`` and
+  ``mcp_tool_call_end``; each call's status is counted once. A ``declined`` command is a
+  ``user_cancel`` end.
+* ``task_started`` (or the first ``user_message`` of a turn in builds that do not write it)
+  starts a turn; ``task_complete`` ends it (vendor stop ``task_complete``); ``turn_aborted``
+  ends it with its reason as the vendor stop (``interrupted``/``replaced``: ``user_cancel``;
+  ``budget_limited`` is unmapped, so ``unknown_vendor``). A rollout without them records no stop.
+* An ``error`` event is a failed model call: a ``retry`` of the tool ``api``.
+* The session id is ``session_meta.id``; a sub-agent's rollout links to its parent thread. The
+  task class is the last part of the session's ``cwd``.
+
+Reader state: the session, its task class and parent, the model of the turn, whether a round
+is open, the output-token total counted so far, whether a turn is open, the open tool calls
+and the calls whose status was already counted (both bounded).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ledger.core.events import ROUND, Event
+from ledger.formats.agent_records import (
+    UnknownRecord,
+    as_object,
+    bounded,
+    digest,
+    excerpt,
+    folder_name,
+    moment,
+    stamped,
+    text_of,
+    tool_result,
+    whole,
+)
+from ledger.formats.seed_dialects import Record
+
+TYPES = ("session_meta", "response_item", "event_msg", "turn_context", "compacted")
+MODEL_OUTPUT = frozenset({"reasoning", "message"})
+TOOL_CALLS = frozenset({"function_call", "custom_tool_call", "local_shell_call", "web_search_call",
+                        "tool_search_call", "image_generation_call"})
+TOOL_OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output", "tool_search_output"})
+IGNORED_ITEMS = frozenset({"ghost_snapshot", "compaction", "other"})
+#: Events with nothing for the budget (they mirror response items, or are UI notes).
+IGNORED_EVENTS = frozenset({
+    "agent_message", "agent_reasoning", "agent_reasoning_raw_content", "context_compacted",
+    "entered_review_mode", "exited_review_mode", "undo_completed", "thread_name_updated",
+    "thread_rolled_back", "item_completed", "image_generation_end", "web_search_end",
+    "view_image_tool_call", "warning", "guardian_assessment", "dynamic_tool_call_request",
+    "dynamic_tool_call_response", "plan_update", "turn_diff", "process_rolled_back",
+})
+CALLS_MAX = 512
+NO_CALL = (None, "")
+
+
+def looks_like(obj: dict[str, Any]) -> bool:
+    return obj.get("type") in TYPES and isinstance(obj.get("payload"), dict) and "timestamp" in obj
+
+
+def read(value: Any, state: dict[str, Any], fallback: str) -> list[Record]:
+    obj = as_object(value)
+    kind = obj.get("type")
+    if kind not in TYPES:
+        raise UnknownRecord(str(kind))
+    payload = as_object(obj.get("payload"), "field 'payload'")
+    if not state:
+        state.update(session=None, task_class=None, parent=None, model=None, open=False,
+                     total=0, turn=False, calls={}, settled={})
+    if kind == "session_meta":
+        _meta(payload, state)
+        return []
+    if kind == "turn_context":
+        state["model"] = payload.get("model") if isinstance(payload.get("model"), str) else None
+        state["task_class"] = state["task_class"] or folder_name(payload.get("cwd"))
+        return []
+    if kind == "compacted":
+        return []
+    events = _item(payload, state) if kind == "response_item" else _event(payload, state)
+    session = state["session"] or fallback
+    return stamped(events, moment(obj), session, state["task_class"], state["parent"])
+
+
+def _meta(payload: dict[str, Any], state: dict[str, Any]) -> None:
+    """The first ``session_meta`` names the session; a fork also carries its parent's."""
+    found = payload.get("id") if isinstance(payload.get("id"), str) else None
+    if state["session"] is None:
+        state["session"] = found
+        state["task_class"] = folder_name(payload.get("cwd"))
+        state["parent"] = _parent(payload)
+    elif found and found != state["session"] and state["parent"] is None:
+        state["parent"] = found
+
+
+def _parent(payload: dict[str, Any]) -> str | None:
+    source = payload.get("source")
+    spawn = source.get("subagent", {}) if isinstance(source, dict) else {}
+    spawn = spawn.get("thread_spawn", {}) if isinstance(spawn, dict) else {}
+    parent = spawn.get("parent_thread_id") if isinstance(spawn, dict) else None
+    parent = parent or payload.get("forked_from_id")
+    return parent if isinstance(parent, str) else None
+
+
+# --- response items: model output and tool results ------------------------------------------
+
+
+def _item(item: dict[str, Any], state: dict[str, Any]) -> list[Event]:
+    kind = item.get("type")
+    if kind == "message" and item.get("role") != "assistant":
+        return []  # the prompt, instructions and context sent to the model
+    if kind in MODEL_OUTPUT:
+        return _output(state, [])
+    if kind in TOOL_CALLS:
+        name = item.get("name") if isinstance(item.get("name"), str) else str(kind)
+        call = item.get("call_id") or item.get("id")
+        if isinstance(call, str):
+            args = item.get("arguments", item.get("input", item.get("action")))
+            state["calls"][call] = [name, digest(name, args)]
+            bounded(state["calls"], CALLS_MAX)
+        return _output(state, [name])
+    if kind in TOOL_OUTPUTS:
+        return [_tool_output(item, state)]
+    if kind in IGNORED_ITEMS:
+        return []
+    raise UnknownRecord(f"response_item/{kind}")
+
+
+def _output(state: dict[str, Any], tools: list[str]) -> list[Event]:
+    """An output item: it opens a round, or continues the open one."""
+    same = state["open"]
+    state["open"] = True
+    if same and not tools:
+        return []
+    return [Event(ROUND, same_round=same, tool_calls=len(tools), tool=",".join(tools) or None,
+                  detail=None if same else state["model"])]
+
+
+def _tool_output(item: dict[str, Any], state: dict[str, Any]) -> Event:
+    call = item.get("call_id")
+    name, call_digest = state["calls"].pop(call, [None, ""]) if isinstance(call, str) else NO_CALL
+    text, failed = _exit_status(item.get("output"))
+    if failed is not None and isinstance(call, str):
+        if call in state["settled"]:
+            failed = None  # its end event counted it already
+        else:
+            _settle(state, call)
+    return tool_result(name, call_digest, text, failed)
+
+
+def _exit_status(output: Any) -> tuple[str, bool | None]:
+    """A tool output's text, and whether it failed (None: the output does not say).
+
+    Older builds wrap the output in JSON with ``metadata.exit_code``; newer ones write plain
+    text and report the exit code in ``exec_command_end`` instead.
+    """
+    if isinstance(output, dict):
+        success = output.get("success")
+        return text_of(output.get("content", output.get("output"))), (
+            None if not isinstance(success, bool) else not success
+        )
+    if not isinstance(output, str):
+        return text_of(output), None
+    if output.startswith("{") and '"metadata"' in output:
+        try:
+            wrapped = json.loads(output)
+        except ValueError:
+            return output, None
+        metadata = wrapped.get("metadata") if isinstance(wrapped, dict) else None
+        if isinstance(metadata, dict) and isinstance(metadata.get("exit_code"), int):
+            return text_of(wrapped.get("output")), metadata["exit_code"] != 0
+    return output, None
+
+
+def _settle(state: dict[str, Any], call: str) -> None:
+    state["settled"][call] = 0
+    bounded(state["settled"], CALLS_MAX)
+
+
+# --- events: turns, token counts, tool status, errors ---------------------------------------
+
+
+def _event(payload: dict[str, Any], state: dict[str, Any]) -> list[Event]:
+    kind = payload.get("type")
+    if kind in ("task_started", "turn_started"):
+        state["turn"] = True
+        return [Event("start", detail="turn started")]
+    if kind == "user_message":
+        if state["turn"]:
+            return []
+        state["turn"] = True
+        return [Event("start", detail="user prompt")]
+    if kind in ("task_complete", "turn_complete"):
+        state["turn"] = state["open"] = False
+        ms = whole(payload.get("duration_ms"))
+        detail = kind + (f" {ms} ms" if ms is not None else "")
+        return [Event("end", vendor_stop="task_complete", detail=detail)]
+    if kind == "turn_aborted":
+        state["turn"] = state["open"] = False
+        reason = payload.get("reason")
+        reason = reason if isinstance(reason, str) and reason else "turn_aborted"
+        return [Event("end", vendor_stop=reason, detail="turn aborted")]
+    if kind == "token_count":
+        return _tokens(payload, state)
+    if kind in ("exec_command_end", "patch_apply_end", "mcp_tool_call_end"):
+        return _tool_status(payload, state)
+    if kind == "error":
+        message = payload.get("message") if isinstance(payload.get("message"), str) else ""
+        return [Event("retry", tool="api", detail=excerpt(message) or "error")]
+    if kind in IGNORED_EVENTS or (isinstance(kind, str) and kind.startswith("collab_")):
+        return []
+    raise UnknownRecord(f"event_msg/{kind}")
+
+
+def _tokens(payload: dict[str, Any], state: dict[str, Any]) -> list[Event]:
+    """The growth of the cumulative output-token total; re-emitted totals add nothing."""
+    info = payload.get("info")
+    usage = info.get("total_token_usage") if isinstance(info, dict) else None
+    total = whole(usage.get("output_tokens")) if isinstance(usage, dict) else None
+    if total is None:
+        return []
+    grown = total - state["total"]
+    if grown <= 0:
+        state["total"] = min(state["total"], total)  # a counter that restarted
+        return []
+    state["total"] = total
+    same = state["open"]
+    state["open"] = False
+    return [Event(ROUND, same_round=same, tool_calls=None if same else 0, output_tokens=grown,
+                  detail=None if same else state["model"])]
+
+
+def _tool_status(payload: dict[str, Any], state: dict[str, Any]) -> list[Event]:
+    """The end of a command, patch or MCP call: a tool error unless its output said so already."""
+    call = payload.get("call_id")
+    if not isinstance(call, str) or call in state["settled"]:
+        return []
+    _settle(state, call)
+    status = payload.get("status")
+    name = {"exec_command_end": "exec_command", "patch_apply_end": "apply_patch"}.get(
+        str(payload.get("type")), "mcp_tool_call"
+    )
+    if status == "declined":
+        return [Event("end", outcome="user_cancel", tool=name, detail=f"{name} declined by user")]
+    exit_code = payload.get("exit_code")
+    result = payload.get("result")  # an MCP call: {"Ok": CallToolResult} or {"Err": message}
+    ok = result.get("Ok") if isinstance(result, dict) else None
+    failed = (
+        status == "failed"
+        or (isinstance(exit_code, int) and exit_code != 0)
+        or payload.get("success") is False
+        or (isinstance(result, dict) and "Err" in result)
+        or (isinstance(ok, dict) and ok.get("isError") is True)
+    )
+    detail = None
+    if failed:
+        text = payload.get("stderr") or payload.get("aggregated_output") or ""
+        detail = excerpt(text if isinstance(text, str) else "") or f"exit code {exit_code}"
+    return [Event(ROUND, same_round=True, tool_error=failed, tool=name, detail=detail)]

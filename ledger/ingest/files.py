@@ -1,0 +1,291 @@
+"""Finding ledger files and reading them safely: identity, dialect sniffing, bounded lines.
+
+A file is identified by a fingerprint of its first complete line (a JSONL ledger) or of the
+whole document (a trace), as log shippers do, so the identity survives a rename and does not
+change while the file grows. Lines are read with a length limit, so one enormous line cannot
+exhaust memory, and a last line without its newline is never consumed: the agent may still be
+writing it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+import msgspec
+
+from ledger.formats.detect import DOCUMENTS, detect_any
+from ledger.formats.seed_dialects import RecordError, parse_json
+
+SUFFIXES = (".jsonl", ".json")
+DEFAULT_MAX_LINE = 8 * 1024 * 1024
+SNIFF_LINES = 50
+RAW_KEEP = 2048
+BATCH_BYTES = 32 * 1024 * 1024
+BLOCK = 1 << 20  # bytes read at a time by read_lines
+BINARY = "binary file"
+BOM = b"\xef\xbb\xbf"  # a UTF-8 byte order mark, read past at the start of a file
+_PARTIAL = ("true", "false", "null", "-")  # a value the writer has only begun
+
+
+class LedgerPathError(Exception):
+    """A path given by the user that cannot be read."""
+
+
+def discover(paths: Iterable[str | Path], missing_ok: bool = False) -> list[Path]:
+    """Files as given, and ``*.jsonl``/``*.json`` under folders (recursively), sorted, unique.
+
+    ``missing_ok`` (follow mode, after the first pass) skips paths that are gone for now and
+    leaves unreadable files to fail when they are read.
+    """
+    found: dict[tuple[int, int], Path] = {}  # by (device, inode): links are one file
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            for child in sorted(path.rglob("*")):
+                if child.suffix in SUFFIXES and child.is_file():
+                    _add(found, child)
+        elif path.is_file():
+            _add(found, path)
+        elif path.exists():
+            raise LedgerPathError(f"{path}: not a regular file or folder")
+        elif not missing_ok:
+            raise LedgerPathError(f"{path}: no such file or folder")
+    for path in found.values():
+        if not missing_ok and not os.access(path, os.R_OK):
+            raise LedgerPathError(f"{path}: permission denied")
+    return list(found.values())
+
+
+def storable(text: str | Path) -> bool:
+    """Whether the database can keep ``text`` (a path, or a name given on the command line).
+    Bytes that are not valid UTF-8 come to Python as lone surrogates, which SQLite refuses."""
+    try:
+        str(text).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def shown(path: Path) -> str:
+    """``path`` for a message: bytes that are not UTF-8 as ``\\xNN`` escapes."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+def _add(found: dict[tuple[int, int], Path], path: Path) -> None:
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        return  # gone since it was listed (rotated away): nothing to read
+    # Absolute: the sources table knows a file by its path, whatever folder ingest runs from.
+    found.setdefault((stat.st_dev, stat.st_ino), Path(os.path.abspath(path)))
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    path: Path
+    size: int
+    mtime: float
+    dialect: str | None
+    fingerprint: str | None  # None: no complete first line yet
+    problem: str | None = None  # why the dialect is unknown
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sniff(path: Path, max_line: int = DEFAULT_MAX_LINE, forced: str | None = None) -> FileInfo:
+    """Identify a file and tell its dialect from its first usable record."""
+    stat = path.stat()
+    with path.open("rb") as f:
+        first = f.readline(max_line + 1)
+        complete = first.endswith(b"\n")
+        if not complete and not forced and b"\x00" in first:
+            # No newline yet, and a NUL: a compressed or other binary file, not a line.
+            return FileInfo(path, stat.st_size, stat.st_mtime, None, sha(first), BINARY)
+        if forced in DOCUMENTS or (not complete and len(first) <= max_line and first.strip()):
+            # A trace is one document, whatever its lines. A single record with no newline
+            # is a whole-document trace, or a line still being written.
+            return _sniff_document(path, stat, forced, f, first, max_line)
+        if not complete and not first.strip():
+            return FileInfo(path, stat.st_size, stat.st_mtime, None, None)
+        fingerprint = sha(first)
+        if forced:
+            return FileInfo(path, stat.st_size, stat.st_mtime, forced, fingerprint)
+        dialect, problem, jsonl = _sniff_lines(first, f, max_line)
+        if dialect is None and problem != BINARY:
+            # Perhaps one document over several lines: a trace, maybe still being written.
+            document = _sniff_document(path, stat, None, f, first, max_line)
+            if document.dialect in DOCUMENTS or document.fingerprint is None:
+                return document
+            if not jsonl:  # its first line is no JSON value: say what is wrong with it
+                problem = document.problem
+        elif dialect in DOCUMENTS and stat.st_size > max_line:  # a document is read whole
+            dialect, problem = None, _too_large(stat.st_size, max_line)
+        return FileInfo(path, stat.st_size, stat.st_mtime, dialect, fingerprint, problem)
+
+
+def _too_large(size: int, max_line: int) -> str:
+    return (
+        f"too large to read as one JSON document ({size} bytes; the limit is {max_line}, "
+        "--max-line-bytes)"
+    )
+
+
+def _sniff_lines(
+    first: bytes, f: BinaryIO, max_line: int
+) -> tuple[str | None, str | None, bool]:
+    """The dialect of the first usable line, else why not; and whether the first line is JSON.
+
+    A NUL byte makes the file binary only if no line of it is usable, so one corrupt line
+    does not cost the good ones.
+    """
+    line, jsonl, binary = first, False, False
+    for _ in range(SNIFF_LINES):
+        binary = binary or b"\x00" in line
+        body = line.removeprefix(BOM).rstrip(b"\r\n")
+        if body.strip() and line.endswith(b"\n"):
+            try:
+                value = parse_json(body)
+            except RecordError:
+                pass
+            else:
+                jsonl = jsonl or line is first
+                dialect = detect_any(value)
+                if dialect is not None:
+                    return dialect, None, True
+        line = f.readline(max_line + 1)
+        if not line:
+            break
+    if binary:
+        return None, BINARY, jsonl
+    return None, (
+        "cannot tell the dialect: no line in the first "
+        f"{SNIFF_LINES} is a trace, a gate ledger line, a native event or an agent log "
+        "(Claude Code, Codex, Langfuse)"
+    ), jsonl
+
+
+def _sniff_document(
+    path: Path, stat: os.stat_result, forced: str | None, f: BinaryIO, first: bytes,
+    max_line: int,
+) -> FileInfo:
+    if stat.st_size > max_line:
+        problem = _too_large(stat.st_size, max_line)
+        return FileInfo(path, stat.st_size, stat.st_mtime, None, sha(first), problem)
+    f.seek(0)
+    data = f.read()
+    try:
+        dialect = forced or detect_any(parse_json(data.removeprefix(BOM)))
+        problem = None if dialect else "cannot tell the dialect of this JSON document"
+    except RecordError as exc:
+        if _unfinished(data):
+            return FileInfo(path, stat.st_size, stat.st_mtime, None, None)  # wait for it
+        dialect, problem = None, f"not a ledger: {exc}"
+    if dialect is not None and dialect not in DOCUMENTS:
+        # One complete JSONL record without its newline yet: wait for it.
+        return FileInfo(path, stat.st_size, stat.st_mtime, None, None)
+    return FileInfo(path, stat.st_size, stat.st_mtime, dialect, sha(data), problem)
+
+
+def _unfinished(data: bytes) -> bool:
+    """Whether a document that does not parse is merely cut short (its writer is not done):
+    a first line without its newline yet, or JSON over several lines that runs out of text
+    mid-value. One complete line that does not parse is a bad record, not a document."""
+    body = data.removeprefix(BOM).rstrip()
+    if b"\n" not in data or not body:
+        return True
+    if b"\n" not in body and body not in (b"{", b"["):
+        return False
+    try:
+        json.loads(body.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        return exc.reason == "unexpected end of data"
+    except json.JSONDecodeError as exc:
+        rest = exc.doc[exc.pos :]
+        return (
+            not rest
+            or exc.msg.startswith("Unterminated string")
+            or (exc.msg == "Expecting value" and any(w.startswith(rest) for w in _PARTIAL))
+        )
+    except (ValueError, RecursionError):
+        return False
+    return False
+
+
+class Line(msgspec.Struct, gc=False):
+    """A line of a ledger file (a ``Struct``: made for every line, in a third of a
+    dataclass's time)."""
+
+    offset: int
+    raw: bytes
+    oversize: int = 0  # the full length when the line was longer than the limit
+
+
+def read_lines(
+    f: BinaryIO, start: int, count: int, max_line: int = DEFAULT_MAX_LINE,
+    max_bytes: int = BATCH_BYTES,
+) -> tuple[list[Line], int]:
+    """Up to ``count`` complete lines from byte ``start``; returns them and the next offset.
+
+    A last line without a newline is left for later. A line longer than ``max_line`` is
+    returned as its first bytes with ``oversize`` set, never held whole (at most a block of
+    it). Lines stop once they hold ``max_bytes`` (so a batch of long lines stays bounded too).
+
+    Lines are cut from blocks of ``BLOCK`` bytes with one ``split`` instead of a ``readline``
+    per line; a line that does not fit in a block is read on its own.
+    """
+    pos = start
+    out: list[Line] = []
+    while len(out) < count and pos - start < max_bytes:
+        f.seek(pos)
+        block = f.read(BLOCK)
+        last = block.rfind(b"\n")
+        if last < 0:  # no newline in a whole block: one long line, or the unfinished end
+            line, pos = _long_line(f, pos, max_line)
+            if line is None:
+                break
+            out.append(line)
+            continue
+        # Cut no more lines than wanted: the last piece is the rest of the block (or the
+        # unfinished line after its last newline), left whole and dropped.
+        for raw in block.split(b"\n", count - len(out))[:-1]:
+            if pos - start >= max_bytes:
+                break
+            size = len(raw)
+            out.append(Line(pos, raw) if size <= max_line else
+                       Line(pos, raw[:min(RAW_KEEP, max_line + 1)], oversize=size))
+            pos += size + 1
+    return out, pos
+
+
+def _long_line(f: BinaryIO, pos: int, max_line: int) -> tuple[Line | None, int]:
+    """The line at ``pos`` read on its own (None if it has no newline yet), and the offset
+    after it; a line over ``max_line`` is kept as its head, never held whole."""
+    f.seek(pos)
+    chunk = f.readline(max_line + 1)
+    if chunk.endswith(b"\n"):
+        return Line(pos, chunk[:-1]), pos + len(chunk)
+    if len(chunk) <= max_line:
+        return None, pos  # end of file, possibly inside a line that is still being written
+    head, length = chunk[:RAW_KEEP], len(chunk)
+    while True:
+        more = f.readline(1 << 20)
+        if not more:
+            return None, pos
+        length += len(more)
+        if more.endswith(b"\n"):
+            return Line(pos, head, oversize=length - 1), pos + length
+
+
+def tail_hash(f: BinaryIO, offset: int, span: int = 256) -> str:
+    """A hash of the bytes just before ``offset``: catches a file rewritten behind our back."""
+    start = max(0, offset - span)
+    f.seek(start)
+    return sha(f.read(offset - start))

@@ -1,0 +1,397 @@
+"""Ingest: ledger files into the database, incrementally, one committed batch at a time.
+
+The thin shell around the pure fold. For each file it works out what the database already
+holds of it (the ``sources`` table: identity, byte offset, fold settings), reads only the new
+complete lines, folds them, and commits rows, resumable session state and the new offset
+together. Truncated, replaced or re-budgeted files are read again from the start.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from ledger.core.fold import Session
+from ledger.db import connection, sources, verdict_tables, writes
+from ledger.formats.detect import DOCUMENTS
+from ledger.ingest import claims, parallel
+from ledger.ingest.bulk import bulk_work
+from ledger.ingest.files import FileInfo, discover, read_lines, shown, sniff, storable, tail_hash
+from ledger.ingest.options import DEFAULT_INTERVAL, Options, Progress, Summary
+from ledger.ingest.source import Cursor, Folded, SourceFold
+from ledger.ingest.transaction import Transaction
+
+
+class Ingester:
+    def __init__(
+        self,
+        db: sqlite_utils.Database,
+        options: Options | None = None,
+        progress: Progress | None = None,
+        should_stop: Callable[[], bool] = lambda: False,
+    ) -> None:
+        self.db = db
+        self.options = options or Options()
+        self.fold = self.options.make_fold()
+        self.progress = progress or (lambda _n: None)
+        self.should_stop = should_stop
+        self.summary = Summary()
+        self._tx = Transaction(db, self.options.batch)
+        self._workers: parallel.Workers | None = None
+        self._jobs: dict[str, parallel.Job] = {}
+        self._redactions_ahead = 0
+
+    def ingest(self, paths: Iterable[str | Path], missing_ok: bool = False) -> Summary:
+        """One pass over ``paths``; stops between batches once ``should_stop()`` is true."""
+        self.summary.files = self.summary.unchanged_files = 0
+        self.summary.waiting = []
+        self._touched: set[str] = set()
+        self._forgot = False
+        before = (self.summary.new_files, self.summary.updated_files)
+        files = self._storable(discover(paths, missing_ok))
+        with bulk_work():
+            self._workers = self._start_workers(files)
+            try:
+                for path in files:
+                    if self.should_stop():
+                        break
+                    try:
+                        self._ingest_file(path)
+                    except OSError as exc:  # gone or unreadable since it was listed
+                        self._notice(
+                            f"{path}: could not be read ({exc.strerror or exc}); skipped")
+            except BaseException:
+                self._tx.end("ROLLBACK")
+                raise
+            finally:
+                if self._workers is not None:
+                    self._workers.close()
+                    self._workers, self._jobs = None, {}
+            self._tx.end("COMMIT")
+        # One fold for every pass, and what workers folded and this process wrote.
+        self.summary.redactions = self.fold.redactions + self._redactions_ahead
+        self.summary.stop_reasons = sources.count_stop_reasons(self.db.conn, self.summary.sessions)
+        changed = (self.summary.new_files, self.summary.updated_files) != before
+        verdict_tables.after_ingest(
+            self.db, changed, None if self._forgot else self._touched
+        )
+        return self.summary
+
+    def _forget(self, conn: Any, source_id: str) -> None:
+        """Delete what came from a source; the verdicts then need a full recomputation."""
+        self._forgot = True
+        writes.forget_source(conn, source_id, self._tx.rollup)
+
+    def _ingest_file(self, path: Path) -> None:
+        self.summary.files += 1
+        info = sniff(path, self.options.max_line, self.options.dialect)
+        if info.fingerprint is None:
+            self.summary.waiting.append(str(path))
+            self.progress(info.size)
+            return
+        with self._tx.unit() as conn:
+            claimed = claims.claim(conn, info, self.options, self._notice,
+                                   lambda source_id: self._forget(conn, source_id))
+        source = claimed.source
+        if source is None:
+            self.summary.unchanged_files += 1
+            self.progress(info.size)
+            return
+        if claimed.status == claims.NEW:
+            self.summary.new_files += 1
+        else:
+            self.summary.updated_files += 1
+        batches = self._batches_ahead(info, source)
+        if batches is not None:
+            self._ingest_ahead(info, source, batches)
+        elif info.dialect is None:
+            self._ingest_unknown(info, source)
+        else:
+            self._ingest_here(info, source)
+
+    def _ingest_here(self, info: FileInfo, source: dict[str, Any]) -> None:
+        """Fold a file of a known dialect in this process, from where ``source`` stands."""
+        if info.dialect in DOCUMENTS:
+            self._ingest_document(info, source)
+        else:
+            self._ingest_lines(info, source)
+
+    # -- new files folded by workers (ledger.ingest.parallel) ------------------------------------
+
+    def _start_workers(self, files: list[Path]) -> parallel.Workers | None:
+        """Workers for the files no ingest has seen, if there is enough of them to gain."""
+        planned = claims.plan(self.db.conn, files, self.options) if self.options.jobs > 0 else []
+        jobs = [
+            parallel.Job(str(p.path), p.source_id, p.info.dialect, p.task_class,
+                         p.info.fingerprint, p.info.size)
+            for p in planned
+        ]
+        if len(jobs) < 2 or sum(j.size for j in jobs) < self.options.parallel_min_bytes:
+            return None
+        self._jobs = {job.path: job for job in jobs}
+        db_file = self.db.conn.execute("PRAGMA database_list").fetchone()[2]
+        workers = parallel.Workers(jobs, self.options.jobs, self.options, db_file)
+        self.summary.workers = max(self.summary.workers, workers.count)
+        return workers
+
+    def _batches_ahead(
+        self, info: FileInfo, source: dict[str, Any]
+    ) -> Iterator[parallel.Message] | None:
+        """A worker's batches for this file, if its claim made the source the worker folded."""
+        job = self._jobs.get(str(info.path))
+        if self._workers is None or job is None:
+            return None
+        claimed = (source["source_id"], source["offset"], source["dialect"],
+                   source["task_class"], source["fingerprint"])
+        if claimed != (job.source_id, 0, job.dialect, job.task_class, job.fingerprint):
+            return None
+        return self._workers.batches(job.path)
+
+    def _ingest_ahead(
+        self, info: FileInfo, source: dict[str, Any], batches: Iterator[parallel.Message]
+    ) -> None:
+        """Write a worker's batches as :meth:`_ingest_lines` would have folded them, each in one
+        unit with its parts, checking first what the worker could not know; where that fails,
+        go on here from the last batch written."""
+        try:
+            for message in batches:
+                if self.should_stop():
+                    return
+                tally = _Tally()
+                with self._tx.unit() as conn:
+                    current = sources.source_row(conn, source["source_id"])
+                    if claims.replaced(current, source) or current["offset"] != message.start:
+                        break
+                    while isinstance(message, parallel.Part):
+                        self._write_part(conn, message, tally)
+                        message = next(batches, None)
+                        if message is None:
+                            raise parallel.WorkerFailed("a batch ended without its end")
+                    self._check_owners(conn, message.owners)
+                    current.update(offset=message.end, check_hash=message.check_hash,
+                                   size=message.size, mtime=message.mtime)
+                    self._commit(conn, message.folded, current)
+                self._tx.add(message.lines or 1)
+                self._count_rows(source["path"], tally.steps, tally.errors, tally.unknown)
+                self._redactions_ahead += tally.redactions + message.redactions
+                source = current
+                self._count_read(message.lines, message.end - message.start)
+            else:
+                return
+        except (parallel.WorkerFailed, _Refused):
+            pass  # the batch in hand was rolled back with its unit
+        self._ingest_here(info, source)
+
+    def _write_part(self, conn: Any, part: parallel.Part, tally: _Tally) -> None:
+        """The rows of a batch's first lines (its sessions' state comes with its end)."""
+        self._check_owners(conn, part.owners)
+        out = part.out
+        self._tx.rollup.take_out(conn, {row[0] for row in out.steps})
+        writes.write_batch(conn, steps=out.steps, incidents=out.incidents, errors=out.errors,
+                          sessions=[], states=[], source=None)
+        tally.add(out, part.redactions)
+
+    @staticmethod
+    def _check_owners(conn: Any, owners: dict[str, str | None]) -> None:
+        if not parallel.owners_hold(conn, owners):
+            raise _Refused
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def _source_fold(self, conn: Any, source: dict[str, Any]) -> SourceFold:
+        source_id = source["source_id"]
+
+        def load(session_id: str) -> Session | None:
+            data = sources.load_state(conn, source_id, session_id)
+            return None if data is None else Session.from_resume(data)
+
+        return SourceFold(
+            self.fold,
+            source_id,
+            source["path"],
+            source["dialect"],
+            source["task_class"],
+            Cursor(**json.loads(source["cursor"])),
+            {},
+            owner_of=lambda sid: sources.session_owner(conn, sid),
+            load=load,
+        )
+
+    def _ingest_lines(self, info: FileInfo, source: dict[str, Any]) -> None:
+        source_id = source["source_id"]
+        with info.path.open("rb") as f:
+            fold: SourceFold | None = None
+            while not self.should_stop():
+                offset = source["offset"]
+                lines, end = read_lines(f, offset, self.options.batch, self.options.max_line)
+                if not lines:
+                    break
+                with self._tx.unit(len(lines)) as conn:
+                    current = sources.source_row(conn, source_id)
+                    if claims.replaced(current, source):
+                        return  # another ingest replaced this source meanwhile
+                    if fold is None or current["offset"] != offset:
+                        source = current
+                        fold = self._source_fold(conn, source)
+                        if current["offset"] != offset:
+                            continue  # another process got further: read from its offset
+                    fold.feed_lines(lines, self.options.max_line)
+                    source["offset"] = end
+                    source["check_hash"] = tail_hash(f, end)
+                    stat = os.fstat(f.fileno())
+                    source["size"], source["mtime"] = stat.st_size, stat.st_mtime
+                    self._commit(conn, fold.take_folded(), source)
+                self._count_read(len(lines), end - offset)
+
+    def _count_read(self, lines: int, size: int) -> None:
+        self.summary.lines += lines
+        self.summary.bytes_read += size
+        self.progress(size)
+
+    def _ingest_document(self, info: FileInfo, source: dict[str, Any]) -> None:
+        data = info.path.read_bytes()
+        with self._tx.unit(1) as conn:
+            fold = self._source_fold(conn, source)
+            fold.feed_document(data)
+            source["offset"] = len(data)
+            source["size"], source["mtime"] = info.size, info.mtime
+            self._commit(conn, fold.take_folded(), source)
+        self._count_read(0, len(data))
+
+    def _ingest_unknown(self, info: FileInfo, source: dict[str, Any]) -> None:
+        """A file whose dialect cannot be told: one error with its head, and consume it whole.
+
+        When it grows and still cannot be told, its error is replaced, not repeated.
+        """
+        with self._tx.unit(1) as conn, info.path.open("rb") as f:
+            self._forget(conn, source["source_id"])
+            fold = self._source_fold(conn, source)
+            fold.error(1, 0, info.problem or "cannot tell the dialect", f.read(2048))
+            source["offset"] = info.size
+            source["check_hash"] = tail_hash(f, info.size)
+            source["size"], source["mtime"] = info.size, info.mtime
+            self._commit(conn, fold.take_folded(), source)
+        self.progress(info.size)
+
+    def _commit(self, conn: Any, folded: Folded, source: dict[str, Any]) -> None:
+        out, cursor = folded.out, folded.cursor
+        source["cursor"] = json.dumps(cursor)
+        source["lines"] = cursor["line"]
+        self.summary.blank_lines += cursor["blank_lines"] - (source["blank_lines"] or 0)
+        source["blank_lines"] = cursor["blank_lines"]
+        unknown = cursor["unknown"]
+        source["unknown_records"] = json.dumps(unknown, sort_keys=True) if unknown else None
+        source["ingested_at"] = writes.now()
+        touched = [row["session_id"] for row in folded.sessions]
+        self._tx.rollup.take_out(conn, touched)
+        writes.write_batch(
+            conn,
+            steps=out.steps,
+            incidents=out.incidents,
+            errors=out.errors,
+            sessions=folded.sessions,
+            states=folded.states,
+            source=source,
+        )
+        self._count_rows(source["path"], len(out.steps), len(out.errors), out.unknown)
+        self.summary.sessions.update(touched)
+        self._touched.update(touched)
+
+    def _count_rows(self, path: str, steps: int, errors: int, unknown: Counter[str]) -> None:
+        self.summary.steps += steps
+        self.summary.errors += errors
+        if unknown:
+            self.summary.unknown_records.setdefault(path, Counter()).update(unknown)
+
+    def _storable(self, files: list[Path]) -> list[Path]:
+        """The files whose path the database can keep; the others are skipped, each with a
+        notice (its lines cannot be traced back to a file the database cannot name)."""
+        kept = []
+        for path in files:
+            if storable(path):
+                kept.append(path)
+            else:
+                self._notice(f"{shown(path)}: the path is not valid UTF-8, which the database "
+                             "cannot store; skipped (rename the file to ingest it)")
+        return kept
+
+    def _notice(self, message: str) -> None:
+        self.summary.notices.append(message)
+
+
+
+class _Refused(Exception):
+    """A worker's batch folded on a session owner that is no longer so (see _ingest_ahead)."""
+
+
+@dataclass
+class _Tally:
+    """What the parts of a batch added, counted into the summary once the batch is written."""
+
+    steps: int = 0
+    errors: int = 0
+    redactions: int = 0
+    unknown: Counter[str] = field(default_factory=Counter)
+
+    def add(self, out: Any, redactions: int) -> None:
+        self.steps += len(out.steps)
+        self.errors += len(out.errors)
+        self.unknown.update(out.unknown)
+        self.redactions += redactions
+
+
+def follow(
+    db_path: str | os.PathLike[str],
+    paths: Iterable[str | Path],
+    options: Options | None = None,
+    interval: float = DEFAULT_INTERVAL,
+    stop: threading.Event | None = None,
+    on_pass: Callable[[Summary], None] | None = None,
+) -> Summary:
+    """Ingest ``paths`` every ``interval`` seconds until ``stop`` is set (Ctrl-C in the CLI).
+
+    Each pass is an ordinary incremental ingest, committed batch by batch, so stopping loses
+    nothing that was consumed; a pass stops between two batches. Files that appear under the
+    folders are picked up; paths that vanish (rotated away) are waited for. ``on_pass`` gets
+    the summary so far after each pass; the summary returned covers every pass.
+    """
+    stop = stop or threading.Event()
+    paths = list(paths)
+    discover(paths)  # a bad path is an error before any database is made
+    db = connection.connect(db_path)
+    try:
+        ingester = Ingester(db, options, should_stop=stop.is_set)
+        ingester.ingest(paths)
+        while True:
+            if on_pass is not None:
+                on_pass(ingester.summary)
+            if stop.wait(interval):
+                return ingester.summary
+            ingester.summary.passes += 1
+            ingester.ingest(paths, missing_ok=True)
+    finally:
+        db.conn.close()
+
+
+
+def ingest(
+    db_path: str | os.PathLike[str],
+    paths: Iterable[str | Path],
+    options: Options | None = None,
+    progress: Progress | None = None,
+) -> Summary:
+    """Ingest ``paths`` into the database at ``db_path``."""
+    files = discover(paths)  # a bad path is an error before any database is made
+    db = connection.connect(db_path)
+    try:
+        return Ingester(db, options, progress).ingest(files)
+    finally:
+        db.conn.close()

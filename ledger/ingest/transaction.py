@@ -1,0 +1,61 @@
+"""The ingest's write transaction: units of work in savepoints, committed a batch at a time."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import sqlite_utils
+
+from ledger.db import rollup
+
+
+class Transaction:
+    """One write transaction shared by units of work (claiming a file, or a batch of its lines).
+
+    Each unit runs in a savepoint, so a file that fails takes back only its own unit, and the
+    transaction is committed once it holds ``batch`` lines: a night of many small files costs
+    a commit per batch, not one or two per file. What a commit covers is consistent: rows,
+    resumable state and offsets together, and the rollup counts of the sessions written.
+    """
+
+    def __init__(self, db: sqlite_utils.Database, batch: int) -> None:
+        self.db = db
+        self.batch = batch
+        self.pending = 0  # lines in the open transaction
+        self.rollup = rollup.Pending()  # sessions taken out of the rollup until the commit
+
+    @contextmanager
+    def unit(self, lines: int = 0) -> Iterator[sqlite3.Connection]:
+        """One atomic unit of work; ``lines``: how many it adds towards the batch."""
+        conn = self.db.conn
+        if not conn.in_transaction:
+            conn.execute("BEGIN IMMEDIATE")
+        conn.execute("SAVEPOINT unit")
+        taken_out = self.rollup.mark()
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK TO unit")
+            conn.execute("RELEASE unit")
+            self.rollup.reset(taken_out)
+            raise
+        conn.execute("RELEASE unit")
+        self.add(lines)
+
+    def add(self, lines: int) -> None:
+        """Count ``lines`` written in a unit already released; commit once a batch is full."""
+        self.pending += lines
+        if self.pending >= self.batch:
+            self.end("COMMIT")
+
+    def end(self, how: str) -> None:
+        """``COMMIT`` or ``ROLLBACK`` the open transaction, if any."""
+        conn = self.db.conn
+        if conn.in_transaction:
+            if how == "COMMIT":
+                self.rollup.add_back(conn)
+            conn.execute(how)
+        self.rollup = rollup.Pending()
+        self.pending = 0
