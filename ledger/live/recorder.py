@@ -3,9 +3,9 @@
 One state machine, two drivers. Each call serialises one native event, reads that line back
 with the same parser the ingest uses (:func:`ledger.formats.seed_dialects.native_record`),
 appends it, and advances the same :class:`~ledger.core.budget.Machine` the replay advances, on
-the same event. So the decision taken live is, by construction, the decision a later ``agent-ledger replay`` or
-``ingest`` of the file takes, at the same event; ``tests/test_recorder.py`` checks it on
-random sessions and budgets.
+the same event. So the decision taken live is, by construction, the decision a later
+``agent-ledger replay`` or ``ingest`` of the file takes, at the same event;
+``tests/live/test_recorder.py`` checks it on random sessions and budgets.
 
 The ledger never holds a secret: free text (task class, tool, detail, observation, vendor stop
 string) is redacted with the ingest's redactor before it is written. The no-progress rule
