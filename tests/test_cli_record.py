@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ledger.cli import EXIT_BUDGET, cli
+from ledger.cli import cli
+from ledger.cli.options import EXIT_BUDGET
 from ledger.core.budget import Budget
 from ledger.ingest.options import Options
 from ledger.ingest.replay import replay

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from ledger.cli import EXIT_STAY, cli
+from ledger.cli import cli
+from ledger.cli.options import EXIT_STAY
 from ledger.core.budget import Budget
 from ledger.db import connection
 from ledger.ingest.ingester import ingest

@@ -15,7 +15,9 @@ from hypothesis import HealthCheck, given, settings
 
 from ledger.analysis.propose import CAPS, Proposal, propose, to_toml, trial, usage
 from ledger.analysis.whatif import COMPLETE, Replayer, evaluate
-from ledger.cli import EXIT_NO_VERIFIED, cli, read_budget_file
+from ledger.cli import cli
+from ledger.cli.options import EXIT_NO_VERIFIED
+from ledger.config.budget_file import read_budget_file
 from ledger.core.budget import Budget
 from ledger.core.events import Event
 from ledger.core.vendors import DEFAULT_VENDOR_MAP

@@ -14,7 +14,8 @@ from click.testing import CliRunner
 
 from ledger.analysis.leftovers import CATEGORIES, Patterns
 from ledger.analysis.scan import scan, store_findings
-from ledger.cli import EXIT_STRICT, cli
+from ledger.cli import cli
+from ledger.cli.options import EXIT_STRICT
 from ledger.db import connection, migrations
 from tests.helpers import FIXTURES, ROOT, rows
 

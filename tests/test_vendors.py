@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ledger.config.vendor_map import load_vendor_map
 from ledger.core import vendors
 from ledger.core.reasons import CONTINUE, SEED_VENDOR_MAP, StopReason
 from ledger.core.vendors import (
@@ -19,7 +20,6 @@ from ledger.core.vendors import (
     VENDOR_SOURCES,
     VendorMapError,
     classify,
-    load_vendor_map,
     vendor_map_entry,
 )
 

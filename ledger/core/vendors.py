@@ -51,20 +51,19 @@ Decisions on strings left UNMAPPED on purpose (they classify as ``unknown_vendor
   and ``budget_exhausted``): the reason list has no cost or wall-clock cap yet.
   :data:`KNOWN_UNMAPPED` lists these strings with a note, for audits and the docs.
 
-Vendor map files (TOML) extend or override the default map; see :func:`load_vendor_map`. To take
+Vendor map files (TOML) extend or override the default map; see
+:func:`ledger.config.vendor_map.load_vendor_map`. To take
 a default entry back out, map it to ``"unknown_vendor"`` (or start with ``replace = true``).
 :func:`vendor_map_entry` renders one ready-to-paste line for such a file.
 
-Pure and stdlib only; TOML files are read with ``tomllib``.
+Pure and stdlib only; reading a vendor map file is :mod:`ledger.config.vendor_map`'s job.
 """
 
 from __future__ import annotations
 
 import difflib
-import tomllib as _toml
 from collections.abc import Mapping
-from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from ledger.core.reasons import CONTINUE, SEED_VENDOR_MAP, StopReason
 
@@ -75,7 +74,6 @@ __all__ = [
     "VendorMap",
     "VendorMapError",
     "classify",
-    "load_vendor_map",
     "vendor_map_entry",
 ]
 
@@ -88,7 +86,7 @@ class VendorMapError(ValueError):
 
 _REASONS: dict[str, StopReason] = {reason.value: reason for reason in StopReason}
 #: Every value a vendor map may hold.
-_VALUES: tuple[str, ...] = (*_REASONS, CONTINUE)
+MAP_VALUES: tuple[str, ...] = (*_REASONS, CONTINUE)
 
 _SEED_LABEL = "seed 000 VENDOR_STOP_MAP"
 
@@ -313,128 +311,15 @@ def classify(
     reason = _REASONS.get(value) if isinstance(value, str) else None
     if reason is None:
         raise VendorMapError(
-            f"vendor map entry {_quote(vendor_stop)} = {value!r}: {_bad_value_hint(value)}"
+            f"vendor map entry {quote(vendor_stop)} = {value!r}: {bad_value_hint(value)}"
         )
     return reason
 
 
-# --------------------------------------------------------------------------------------------
-# load_vendor_map
-# --------------------------------------------------------------------------------------------
-_TOP_LEVEL_KEYS = ("replace", "stops", "continue")
-
-
-def load_vendor_map(path: str | Path, base: VendorMap = DEFAULT_VENDOR_MAP) -> dict[str, str]:
-    """Read a TOML file that extends or overrides the map. Format::
-
-        replace = false            # optional; true starts from the seed map only, not base
-        [stops]
-        "end_turn" = "task_complete"
-        "my_vendor_limit" = "max_rounds"
-        [continue]
-        strings = ["tool_use", "pause_turn"]
-
-    Values in ``[stops]`` are StopReason values (or "continue"); map a string to
-    "unknown_vendor" to take a default entry back out. A string may not be in both ``[stops]``
-    (with a stop reason) and ``[continue]``. Returns a new dict; ``base`` is not modified.
-
-    Raises VendorMapError (a ValueError) naming the file and key for bad TOML, unknown tables or
-    keys, unknown reason names, non-string values and empty strings. An unreadable file raises
-    the usual OSError.
-    """
-    path = Path(path)
-    data = _read_toml(path)
-
-    unknown = [key for key in data if key not in _TOP_LEVEL_KEYS]
-    if unknown:
-        raise VendorMapError(
-            f"{path}: unknown top-level key or table {_quote(unknown[0])}; expected only "
-            "'replace', [stops] and [continue]"
-        )
-
-    replace = data.get("replace", False)
-    if not isinstance(replace, bool):
-        raise VendorMapError(f"{path}: 'replace' must be true or false, not {replace!r}")
-
-    stops = data.get("stops", {})
-    if not isinstance(stops, dict):
-        raise VendorMapError(f"{path}: 'stops' must be a table ([stops]), not {stops!r}")
-
-    continue_table = data.get("continue", {})
-    if not isinstance(continue_table, dict):
-        raise VendorMapError(
-            f"{path}: 'continue' must be a table ([continue]), not {continue_table!r}"
-        )
-    extra = [key for key in continue_table if key != "strings"]
-    if extra:
-        raise VendorMapError(
-            f"{path}: [continue] has unknown key {_quote(extra[0])}; expected only 'strings'"
-        )
-    continue_strings = continue_table.get("strings", [])
-    if not isinstance(continue_strings, list):
-        raise VendorMapError(
-            f"{path}: [continue] strings must be an array of strings, not {continue_strings!r}"
-        )
-
-    result = dict(SEED_VENDOR_MAP) if replace else _checked_copy(base)
-
-    for raw, value in stops.items():
-        where = f"{path}: [stops] {_quote(raw)}"
-        if raw == "":
-            raise VendorMapError(f"{where}: the empty string cannot be mapped (it means no stop)")
-        if not isinstance(value, str):
-            raise VendorMapError(
-                f'{where}: the reason must be a string such as "task_complete", not '
-                f"{type(value).__name__} {value!r}"
-            )
-        if value not in _VALUES:
-            raise VendorMapError(f"{where} = {_quote(value)}: {_bad_value_hint(value)}")
-        result[raw] = value
-
-    for index, raw in enumerate(continue_strings):
-        where = f"{path}: [continue] strings[{index}]"
-        if not isinstance(raw, str):
-            raise VendorMapError(f"{where}: must be a string, not {type(raw).__name__} {raw!r}")
-        if raw == "":
-            raise VendorMapError(f"{where}: the empty string cannot be mapped (it means no stop)")
-        if stops.get(raw, CONTINUE) != CONTINUE:
-            raise VendorMapError(
-                f"{where} = {_quote(raw)}: also mapped to {_quote(stops[raw])} in [stops]; "
-                "a string is either a stop or a continue"
-            )
-        result[raw] = CONTINUE
-
-    return result
-
-
-def _read_toml(path: Path) -> dict[str, Any]:
-    with path.open("rb") as handle:
-        try:
-            return _toml.load(handle)
-        except _toml.TOMLDecodeError as exc:
-            raise VendorMapError(f"{path}: invalid TOML: {exc}") from exc
-        except UnicodeDecodeError as exc:
-            raise VendorMapError(f"{path}: invalid TOML: not UTF-8 ({exc})") from exc
-
-
-def _checked_copy(base: VendorMap) -> dict[str, str]:
-    """Copy ``base``, checking every key and value, so the result is a valid map."""
-    result: dict[str, str] = {}
-    for raw, value in base.items():
-        if not isinstance(raw, str) or raw == "":
-            raise VendorMapError(f"base vendor map: key {raw!r} must be a non-empty string")
-        if not isinstance(value, str) or value not in _VALUES:
-            raise VendorMapError(
-                f"base vendor map: {_quote(raw)} = {value!r}: {_bad_value_hint(value)}"
-            )
-        result[raw] = value
-    return result
-
-
-def _bad_value_hint(value: object) -> str:
-    message = "not a stop reason; expected one of " + ", ".join(_VALUES)
+def bad_value_hint(value: object) -> str:
+    message = "not a stop reason; expected one of " + ", ".join(MAP_VALUES)
     if isinstance(value, str):
-        close = difflib.get_close_matches(value.lower(), _VALUES, n=1)
+        close = difflib.get_close_matches(value.lower(), MAP_VALUES, n=1)
         if close:
             message += f" (did you mean {close[0]!r}?)"
     return message
@@ -481,7 +366,7 @@ def _toml_string(text: str) -> str:
     return "".join(out)
 
 
-def _quote(text: object) -> str:
+def quote(text: object) -> str:
     """A key or value for an error message: TOML-quoted when possible, else repr."""
     if isinstance(text, str):
         try:
@@ -506,6 +391,6 @@ def vendor_map_entry(raw: str, reason: str = "task_complete") -> str:
         raise VendorMapError("the empty string cannot be mapped (it means no stop)")
     if isinstance(reason, StopReason):
         reason = reason.value
-    if not isinstance(reason, str) or reason not in _VALUES:
-        raise VendorMapError(f"reason {reason!r}: {_bad_value_hint(reason)}")
+    if not isinstance(reason, str) or reason not in MAP_VALUES:
+        raise VendorMapError(f"reason {reason!r}: {bad_value_hint(reason)}")
     return f"{_toml_string(raw)} = {_toml_string(reason)}"

@@ -1,0 +1,142 @@
+"""What the commands share: budget, source and fold options, the exit codes, a plain table.
+
+Exit codes: 0 success; 1 an error (a missing or unreadable path, a bad budget or vendor map, a
+database that cannot be opened); 2 a usage error; 3 ``--strict`` and some lines were put aside;
+4 ``paid-path --fail-on-stay`` and some task class must stay on the paid path;
+5 ``record``: the session's budget is exceeded; 6 ``propose-budget``: nothing to propose from.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from ledger.config.budget_file import read_budget_file
+from ledger.config.vendor_map import load_vendor_map
+from ledger.core.budget import Budget, BudgetError
+from ledger.core.vendors import DEFAULT_VENDOR_MAP, VendorMapError
+from ledger.formats.detect import IMPORTED
+from ledger.formats.seed_dialects import DIALECTS
+from ledger.ingest.files import storable
+from ledger.ingest.options import Options
+
+EXIT_ERROR = 1
+EXIT_STRICT = 3
+EXIT_STAY = 4
+EXIT_BUDGET = 5
+EXIT_NO_VERIFIED = 6
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+
+def budget_options(func: F) -> F:
+    """--budget, --budget-file and --vendor-map, shared by every command that folds."""
+    func = click.option(
+        "--vendor-map",
+        type=click.Path(exists=True, dir_okay=False),
+        help="TOML file that extends or overrides the vendor stop map.",
+    )(func)
+    func = click.option(
+        "--budget-file",
+        type=click.Path(exists=True, dir_okay=False),
+        help="TOML file of budget keys (top level or under [budget]).",
+    )(func)
+    func = click.option(
+        "budget_pairs",
+        "--budget",
+        "-b",
+        multiple=True,
+        metavar="KEY=VALUE",
+        help="Set a budget cap, e.g. max_rounds=20 or max_seconds=off. Repeatable.",
+    )(func)
+    return func
+
+
+def utf8_text(_ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A text the database will store (see :func:`ledger.ingest.files.storable`)."""
+    if value is not None and not storable(value):
+        raise click.BadParameter("not valid UTF-8", param=param)
+    return value
+
+
+def source_options(func: F) -> F:
+    func = click.option(
+        "--dialect",
+        type=click.Choice([*DIALECTS, *IMPORTED]),
+        help="Read every file as this dialect instead of detecting it.",
+    )(func)
+    func = click.option(
+        "--task-class",
+        callback=utf8_text,
+        help="Task class for sessions whose events name none (default: parent folder name).",
+    )(func)
+    func = click.option(
+        "--max-line-bytes",
+        type=click.IntRange(min=1024),
+        default=8 * 1024 * 1024,
+        show_default=True,
+        help="Longer lines are put aside, never held in memory.",
+    )(func)
+    return func
+
+
+def make_options(
+    budget_pairs: tuple[str, ...],
+    budget_file: str | None,
+    vendor_map: str | None,
+    task_class: str | None = None,
+    dialect: str | None = None,
+    max_line_bytes: int = 8 * 1024 * 1024,
+) -> Options:
+    try:
+        budget = Budget()
+        if budget_file:
+            budget = Budget.from_mapping(read_budget_file(budget_file), budget)
+        budget = Budget.from_assignments(budget_pairs, budget)
+        mapping = read_vendor_map(vendor_map)
+    except (BudgetError, VendorMapError) as exc:
+        raise click.ClickException(str(exc)) from None
+    return Options(
+        budget=budget,
+        vendor_map=mapping,
+        task_class=task_class,
+        dialect=dialect,
+        max_line=max_line_bytes,
+    )
+
+
+def fold_options(func: F) -> F:
+    """Budget and source options, handed to the command as one ready ``options: Options``."""
+
+    @functools.wraps(func)
+    def wrapper(**kwargs: Any) -> Any:
+        kwargs["options"] = make_options(*(kwargs.pop(name) for name in _FOLD_PARAMS))
+        return func(**kwargs)
+
+    return budget_options(source_options(wrapper))  # type: ignore[return-value]
+
+
+_FOLD_PARAMS = (
+    "budget_pairs", "budget_file", "vendor_map", "task_class", "dialect", "max_line_bytes",
+)
+
+
+def read_vendor_map(path: str | None) -> dict[str, str]:
+    """The vendor map of ``--vendor-map`` (the default map without one)."""
+    return load_vendor_map(path) if path else dict(DEFAULT_VENDOR_MAP)
+
+
+
+
+
+def table(rows: list[dict[str, Any]], columns: tuple[str, ...]) -> str:
+    cells = [[("" if r[c] is None else str(r[c])) for c in columns] for r in rows]
+    widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
+    out = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True))]
+    out.append("  ".join("-" * w for w in widths))
+    out.extend("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)) for row in cells)
+    return "\n".join(line.rstrip() for line in out)
