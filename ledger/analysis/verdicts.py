@@ -13,6 +13,9 @@ Seed 000's cutover plan, steps 4 and 5, as pure functions over plain ``sessions`
 
 Nothing here reads a file or a database: :mod:`ledger.db.verdict_tables` feeds it rows and writes
 what it returns.
+
+One module, over 500 lines: parity, coverage and judgement are the three steps of one verdict
+and share their rules and group facts; the report of a verdict is :mod:`verdict_report`.
 """
 
 from __future__ import annotations
@@ -464,7 +467,7 @@ def judge(
         ids = sorted({u["session_id"] for u in unknown})
         listed = ", ".join(f"{k!r} x{n}" for k, n in sorted(strings.items()))
         reasons.append((UNKNOWN_VENDOR, (
-            f"unknown vendor stops: {listed} in {_count(len(ids), 'session')} "
+            f"unknown vendor stops: {listed} in {count_noun(len(ids), 'session')} "
             f"({_examples(ids, len(ids))}); map each in a --vendor-map file once you know "
             "what it means"
         )))
@@ -479,13 +482,13 @@ def judge(
     if mismatched:
         first = min(mismatched, key=lambda g: g.ids[0])
         reasons.append((REPLAY_MISMATCH, (
-            f"replay mismatches in {mismatches} of {_count(checked, 'session')} with a "
+            f"replay mismatches in {mismatches} of {count_noun(checked, 'session')} with a "
             f"recorded stop ({_examples(_first(mismatched, EXAMPLES), mismatches)}); e.g. "
             f"{first.ids[0]}: {first.first_detail}"
         )))
     if silent:
         reasons.append((NO_TERMINAL_SIGNAL, (
-            f"completes with no terminal signal: {_count(silent_count, 'session')} ran out "
+            f"completes with no terminal signal: {count_noun(silent_count, 'session')} ran out "
             f"without a stop and the log records no outcome "
             f"({_examples(_first(silent, EXAMPLES), silent_count)}); a complete "
             "needs a terminal, verified result"
@@ -532,7 +535,7 @@ def _rule_name(rule: Rule) -> str:
     return f"{rule.cap} ({rule.reason.value})"
 
 
-def _count(n: int, noun: str) -> str:
+def count_noun(n: int, noun: str) -> str:
     """``1 session``, ``2 sessions``, ``3 task classes``."""
     if n == 1:
         return f"{n} {noun}"
@@ -548,71 +551,3 @@ def _meter_order(meters: Iterable[str]) -> list[str]:
 
 
 # --- the report --------------------------------------------------------------------------
-
-STAY_SQL = "select task_class from task_classes where verdict = 'stay_on_paid_path'"
-
-
-def report_text(verdicts: Verdicts) -> str:
-    """``agent-ledger paid-path``'s readable report: per class, the verdict and its evidence."""
-    settings = verdicts.settings
-    classes = verdicts.classes
-    staying = verdicts.staying
-    lines = [
-        f"{_count(len(classes), 'task class')}: {len(classes) - len(staying)} ready, "
-        f"{len(staying)} stay on the paid path "
-        f"(tolerance: {_count(settings.tolerance, 'round')}, or steps; at least "
-        f"{_count(settings.min_sessions, 'session')} with a recorded stop per class)",
-    ]
-    if not classes:
-        lines.append("No sessions in the database: nothing can be judged ready.")
-    for c in classes:
-        lines += ["", f"{c['task_class'] or '(no task class)'}: {c['verdict']}"]
-        lines.append(
-            f"  {_count(c['sessions'], 'session')}; {c['checked_sessions']} with a "
-            f"recorded stop: {c['matches']} match, {c['mismatches']} mismatch"
-        )
-        lines.append(f"  replay stops: {_counts_text(c['stop_reasons'])}")
-        for reason in json.loads(c["reasons"]):
-            lines.append(f"  - {reason}")
-    if staying:
-        lines += ["", f"In SQL: {STAY_SQL}"]
-    return "\n".join(lines)
-
-
-def _counts_text(counts_json: str) -> str:
-    counts = json.loads(counts_json)
-    return ", ".join(f"{k} {n}" for k, n in counts.items()) or "none"
-
-
-JSON_COLUMNS = (
-    "reasons", "unknown_vendor_stops", "unmetered_caps", "stop_reasons", "recorded_stops",
-    "meter_coverage",
-)
-
-
-def report_json(verdicts: Verdicts) -> dict[str, Any]:
-    """``agent-ledger paid-path --json``: the ``task_classes`` rows with their JSON decoded,
-    each with its parity mismatches spelled out."""
-    mismatches: dict[str, list[dict[str, str]]] = defaultdict(list)
-    for p in verdicts.parity:
-        if p["parity"] == MISMATCH:
-            mismatches[p["task_class"]].append(
-                {"session_id": p["session_id"], "detail": p["parity_detail"]}
-            )
-    classes = []
-    for row in verdicts.classes:
-        c = dict(row)
-        for column in JSON_COLUMNS:
-            c[column] = json.loads(c[column])
-        c["reason_kinds"] = [k for k in c["reason_kinds"].split(",") if k]
-        c["parity_mismatches"] = mismatches[c["task_class"]]
-        classes.append(c)
-    return {
-        "settings": {
-            "tolerance": verdicts.settings.tolerance,
-            "min_sessions": verdicts.settings.min_sessions,
-        },
-        "ready": [c["task_class"] for c in classes if c["verdict"] == READY],
-        STAY: verdicts.staying,
-        "task_classes": classes,
-    }

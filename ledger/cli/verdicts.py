@@ -9,15 +9,8 @@ from collections import Counter
 
 import click
 
-from ledger.analysis.verdicts import (
-    MATCH,
-    MISMATCH,
-    NO_RECORDED_STOP,
-    SettingsError,
-    Verdicts,
-    report_json,
-    report_text,
-)
+from ledger.analysis.verdict_report import report_json, report_text
+from ledger.analysis.verdicts import MATCH, MISMATCH, NO_RECORDED_STOP, SettingsError, Verdicts
 from ledger.cli.options import (
     EXIT_STAY,
     F,

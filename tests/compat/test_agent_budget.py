@@ -18,8 +18,8 @@ from ledger.core.reasons import StopReason
 from ledger.ingest.files import LedgerPathError
 from ledger.ingest.options import Options
 from ledger.ingest.replay import replay
+from tests.core.test_budget import gate_actions, gate_budgets
 from tests.seeds import agent_budget as seed
-from tests.test_budget import gate_actions, gate_budgets
 
 
 def test_the_constructor_keeps_the_seeds_arguments_and_defaults() -> None:

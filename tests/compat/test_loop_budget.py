@@ -12,9 +12,9 @@ from hypothesis import given, settings
 
 from ledger.compat import loop_budget as compat
 from ledger.core.budget import Budget, BudgetError
+from tests.core.test_budget import loop_budgets, trace_rounds
 from tests.helpers import SAMPLES
 from tests.seeds import loop_budget as seed
-from tests.test_budget import loop_budgets, trace_rounds
 
 
 def both(budget: Budget) -> tuple[compat.LoopBudget, seed.LoopBudget]:

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ledger.analysis.verdict_report import report_json, report_text
 from ledger.analysis.verdicts import (
     LISTED,
     MATCH,
@@ -23,8 +24,6 @@ from ledger.analysis.verdicts import (
     facts_of,
     group,
     parity,
-    report_json,
-    report_text,
     rules_in_force,
 )
 from ledger.core.budget import Budget

@@ -22,7 +22,7 @@ from ledger.ingest.options import Options
 from ledger.ingest.replay import replay, replay_session
 from ledger.live.recorder import BudgetExceeded, Recorder, open_session
 from tests.helpers import ROOT
-from tests.test_deadline import FAMILY, wait_gone
+from tests.live.test_deadline import FAMILY, wait_gone
 
 R = StopReason
 SCHEMA = json.loads((ROOT / "ledger" / "schema" / "native-event.schema.json").read_text())

@@ -295,7 +295,7 @@ def test_migration_007_fills_the_parity_groups_from_the_sessions(sample_db: Path
 def test_migration_008_counts_the_sessions_of_each_parity_group(sample_db: Path) -> None:
     """A database judged before 008 has no group counts: the migration counts its stored
     parity, and the next ingest's verdicts are unchanged."""
-    from tests.test_verdict_store import assert_counts_are_the_stored_groups
+    from tests.db.test_verdict_tables import assert_counts_are_the_stored_groups
 
     before = raw(sample_db, "select * from task_classes order by task_class")
     conn = sqlite3.connect(sample_db)

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from ledger.core.redact import REDACTION_KINDS, redact, redact_counts
 
-FIXTURES = Path(__file__).parent / "fixtures" / "secrets"
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "secrets"
 
 
 def m(kind: str) -> str:

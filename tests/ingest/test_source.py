@@ -1,5 +1,5 @@
 """One file's records routed to sessions: what it hands the store (the fold itself is
-tests/test_fold.py's, the lines and batches tests/test_ingest.py's)."""
+tests/core/test_fold.py's, the lines and batches tests/ingest/test_ingester.py's)."""
 
 from __future__ import annotations
 

@@ -27,7 +27,7 @@ CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]
-SCREENSHOTS = Path(__file__).parent / "screenshots"
+SCREENSHOTS = Path(__file__).parent.parent / "screenshots"
 
 
 def free_port() -> int:

@@ -1,0 +1,1 @@
+"""Tests of the dashboard plugin (ledger_dashboard) and of serve."""
