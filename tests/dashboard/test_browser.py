@@ -2,17 +2,24 @@
 
 One server and one browser for the module. Every test fails on a JavaScript error or a console
 error, and on any request that leaves 127.0.0.1 (the dashboard must work offline). Screenshots
-of each page go to tests/screenshots/.
+of each page go to tests/screenshots/. The overview of the bundled sample_ledgers/ (what
+scripts/demo serves) is the README's screenshot, docs/images/overview.png: it is rewritten only
+with AGENT_LEDGER_UPDATE_SCREENSHOT=1 (or when it is missing), so a test run leaves the tree
+clean; when the page no longer looks the same, the test says so in a warning.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
 import time
+import warnings
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -20,7 +27,9 @@ import pytest
 from datasette.utils import tilde_encode
 from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
 
+from ledger.cli import cli
 from tests import dashboard_data as data
+from tests.helpers import ROOT, SAMPLES
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -28,6 +37,8 @@ CHROMIUM_ARGS = [
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]
 SCREENSHOTS = Path(__file__).parent.parent / "screenshots"
+README_SCREENSHOT = ROOT / "docs" / "images" / "overview.png"
+UPDATE_SCREENSHOT = "AGENT_LEDGER_UPDATE_SCREENSHOT"
 
 
 def free_port() -> int:
@@ -36,12 +47,11 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """`agent-ledger serve` on a free port of 127.0.0.1, stopped after the module."""
-    db_path = data.build(tmp_path_factory.mktemp("browser"))
+@contextmanager
+def serving(db_path: Path, log_path: Path) -> Iterator[str]:
+    """`agent-ledger serve db_path` on a free port of 127.0.0.1, stopped on leaving."""
     port = free_port()
-    log = (tmp_path_factory.getbasetemp() / "serve.log").open("w")
+    log = log_path.open("w")
     process = subprocess.Popen(
         [sys.executable, "-m", "ledger", "serve", str(db_path), "--port", str(port)],
         stdout=log, stderr=subprocess.STDOUT,
@@ -63,6 +73,14 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         process.terminate()
         process.wait(timeout=10)
         log.close()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The dashboard test database: the samples, hostile text and a long session."""
+    db_path = data.build(tmp_path_factory.mktemp("browser"))
+    with serving(db_path, tmp_path_factory.getbasetemp() / "serve.log") as base:
+        yield base
 
 
 @pytest.fixture(scope="module")
@@ -257,3 +275,49 @@ def test_hostile_ledger_text_is_shown_and_never_runs(page: Page) -> None:
     expect(page.locator("#step-1")).to_contain_text(data.SCRIPT)
     page.locator(".ledger-incidents a").first.click()
     assert page.evaluate("window.__pwned") is None
+
+
+# --- the README's screenshot ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def samples_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """What scripts/demo serves: sample_ledgers/ alone, ingested into ledger.db."""
+    from click.testing import CliRunner
+
+    db_path = tmp_path_factory.mktemp("samples") / "ledger.db"
+    result = CliRunner().invoke(cli, ["ingest", str(db_path), str(SAMPLES)])
+    assert result.exit_code == 0, result.output
+    with serving(db_path, tmp_path_factory.getbasetemp() / "serve-samples.log") as base:
+        yield base
+
+
+def test_the_readme_screenshot_of_the_samples_overview(
+    browser: Browser, samples_server: str
+) -> None:
+    watch = Watch(samples_server)
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, base_url=samples_server)
+    watch.attach(context)
+    page = watch.page(context.new_page())
+    try:
+        page.goto("/ledger/-/overview")
+        expect(page.locator("h1")).to_have_text("Overview")
+        charts_drawn(page, 3)
+        expect(page.locator(".ledger-cards")).to_contain_text("15 sessions")
+        page.wait_for_timeout(1500)  # Chart.js animates for a second
+        SCREENSHOTS.mkdir(exist_ok=True)
+        shot = SCREENSHOTS / "overview-samples.png"
+        page.screenshot(path=str(shot))  # the first screen, 1280x900
+    finally:
+        context.close()
+    assert watch.errors == [] and watch.external == [] and watch.dialogs == []
+    if os.environ.get(UPDATE_SCREENSHOT) == "1" or not README_SCREENSHOT.exists():
+        README_SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(shot, README_SCREENSHOT)
+    elif shot.read_bytes() != README_SCREENSHOT.read_bytes():
+        warnings.warn(
+            f"the overview no longer looks like {README_SCREENSHOT.relative_to(ROOT)} (see {shot});"
+            f" if the change is meant, run {UPDATE_SCREENSHOT}=1 .venv/bin/python -m pytest"
+            " tests/dashboard/test_browser.py -k readme_screenshot and commit the image",
+            stacklevel=1,
+        )

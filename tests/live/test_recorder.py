@@ -366,11 +366,11 @@ def test_live_decisions_equal_replay_decisions(tmp_path_factory, ops, budget) ->
         assert replay_session(path, sid, options).state == rec.state
 
 
-# --- the README's example runs as written ----------------------------------------------------
+# --- the example of docs/recording.md runs as written ----------------------------------------
 
 
 def readme_example() -> str:
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "recording.md").read_text()
     after = text.split("Wrapping a tool\ndispatch:\n\n```python\n", 1)[1]
     return after.split("```", 1)[0]
 
