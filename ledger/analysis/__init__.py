@@ -1,1 +1,1 @@
-"""analysis"""
+"""Analyses over stored sessions: migration verdicts, what-if budgets, proposals, leftovers."""
