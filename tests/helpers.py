@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -52,3 +53,18 @@ def dump(db_path: Path) -> dict[str, list[dict[str, Any]]]:
         "fold_state": "select * from fold_state order by session_id",
     }
     return {name: rows(db_path, sql) for name, sql in tables.items()}
+
+
+def refuse_to_open(monkeypatch: Any, path: Path) -> Callable[[], None]:
+    """Make ``path`` a file the kernel will not open: tests run as root, whom ``chmod 000``
+    does not stop, so ``os.open`` says for this one path what the kernel says to everybody
+    else. Returns what makes it readable again."""
+    real_open = os.open
+
+    def refusing(file: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        if os.fspath(file) == str(path):
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        return real_open(file, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", refusing)
+    return lambda: monkeypatch.setattr(os, "open", real_open)

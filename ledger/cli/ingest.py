@@ -27,7 +27,9 @@ from ledger.ingest.parallel import default_jobs
 @click.argument("db_path", type=click.Path(dir_okay=False))
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @fold_options
-@click.option("--strict", is_flag=True, help="Exit with code 3 if any line was put aside.")
+@click.option(
+    "--strict", is_flag=True, help="Exit with code 3 if any line was put aside or any file skipped."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option(
     "--progress/--no-progress", default=None, help="Show a progress bar (default: on a terminal)."
@@ -70,9 +72,10 @@ def ingest_command(
     session is replayed through the budget; sessions, steps, incidents, stop reasons and
     put-aside lines are written. Only new bytes are read on later runs. With --follow, new
     lines are read every --interval seconds until Ctrl-C, which stops after the batch in
-    hand, with everything read so far committed. Files never ingested before are folded by
-    --jobs worker processes while this one writes (when there are 4 MB of them or more);
-    the database is the same either way.
+    hand, with everything read so far committed. What is not a readable regular file (a
+    FIFO, a device, a link loop) is skipped with a note naming it and why, and the rest is
+    ingested. Files never ingested before are folded by --jobs worker processes while this
+    one writes (when there are 4 MB of them or more); the database is the same either way.
 
     \b
     Example:
@@ -101,7 +104,7 @@ def ingest_command(
         click.echo(json.dumps(summary.to_dict(), indent=2))
     else:
         click.echo(format_summary(summary, db_path))
-    if strict and summary.errors:
+    if strict and (summary.errors or summary.skipped):
         sys.exit(EXIT_STRICT)
 
 
@@ -168,6 +171,8 @@ def format_summary(summary: Summary, db_path: str) -> str:
         lines.append(f"{summary.redactions} secrets redacted")
     if summary.waiting:
         lines.append(f"{len(summary.waiting)} files have no complete line yet (left for later)")
+    if summary.skipped:
+        lines.append(f"{len(summary.skipped)} files skipped (see the notes above)")
     if summary.unknown_records:
         skipped = sum(sum(c.values()) for c in summary.unknown_records.values())
         lines.append(

@@ -19,7 +19,7 @@ from typing import Any
 
 from ledger.db import sources, writes
 from ledger.formats.detect import DOCUMENTS
-from ledger.ingest.files import FileInfo, sniff, tail_hash
+from ledger.ingest.files import FileInfo, open_file, sniff, tail_hash
 from ledger.ingest.options import Options, task_class_for
 from ledger.ingest.source import Cursor
 
@@ -128,7 +128,7 @@ def continues(source: dict[str, Any], info: FileInfo) -> bool:
     if source["dialect"] in DOCUMENTS or not source["offset"]:
         return True
     try:
-        with info.path.open("rb") as f:
+        with open_file(info.path) as f:
             return tail_hash(f, source["offset"]) == source["check_hash"]
     except OSError:
         return False

@@ -1,20 +1,24 @@
 """Finding ledger files and reading them safely: identity, dialect sniffing, bounded lines.
 
-A file is identified by a fingerprint of its first complete line (a JSONL ledger) or of the
-whole document (a trace), as log shippers do, so the identity survives a rename and does not
-change while the file grows. Lines are read with a length limit, so one enormous line cannot
-exhaust memory, and a last line without its newline is never consumed: the agent may still be
-writing it.
+Only regular files are read: anything else found under a folder or given (a FIFO, a device,
+a link loop or to nothing) is told to the caller with why, and never opened in a way that
+could block. A file is identified by a fingerprint of its first complete line (a JSONL
+ledger) or of the whole document (a trace), as log shippers do, so the identity survives a
+rename and does not change while the file grows. Lines are read with a length limit, so one
+enormous line cannot exhaust memory, and a last line without its newline is never consumed:
+the agent may still be writing it.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from stat import S_ISBLK, S_ISCHR, S_ISDIR, S_ISFIFO, S_ISREG, S_ISSOCK
 from typing import BinaryIO
 
 import msgspec
@@ -30,6 +34,17 @@ BATCH_BYTES = 32 * 1024 * 1024
 BLOCK = 1 << 20  # bytes read at a time by read_lines
 BINARY = "binary file"
 BOM = b"\xef\xbb\xbf"  # a UTF-8 byte order mark, read past at the start of a file
+#: Byte order marks of the other Unicode encodings (UTF-32 first: its LE mark begins with
+#: UTF-16's): such a file is refused with its encoding named, not read as binary.
+WIDE_BOMS = (
+    (b"\xff\xfe\x00\x00", "UTF-32 LE", "UTF-32"),
+    (b"\x00\x00\xfe\xff", "UTF-32 BE", "UTF-32"),
+    (b"\xff\xfe", "UTF-16 LE", "UTF-16"),
+    (b"\xfe\xff", "UTF-16 BE", "UTF-16"),
+)
+#: Flags for opening a ledger: a FIFO put in a file's place is opened at once, not waited on
+#: (a regular file reads the same with or without O_NONBLOCK).
+_READ = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
 _PARTIAL = ("true", "false", "null", "-")  # a value the writer has only begun
 
 
@@ -37,29 +52,140 @@ class LedgerPathError(Exception):
     """A path given by the user that cannot be read."""
 
 
-def discover(paths: Iterable[str | Path], missing_ok: bool = False) -> list[Path]:
-    """Files as given, and ``*.jsonl``/``*.json`` under folders (recursively), sorted, unique.
+class NotRegular(OSError):
+    """A path that is not a regular file when it is opened (a FIFO put in a ledger's place)."""
 
-    ``missing_ok`` (follow mode, after the first pass) skips paths that are gone for now and
-    leaves unreadable files to fail when they are read.
+
+#: Told a path and why: a file skipped, or a folder named like a ledger file.
+Tell = Callable[[Path, str], None]
+
+
+def _quiet(_path: Path, _why: str) -> None:
+    pass
+
+
+def check_paths(paths: Iterable[str | Path]) -> None:
+    """A path given that does not exist (a typo, most likely) is an error, told before any
+    database is made; everything else wrong with a path is a file skipped with a note."""
+    for given in paths:
+        path = Path(given)
+        try:
+            path.stat()
+        except FileNotFoundError:
+            raise LedgerPathError(f"{path}: {_missing(path)}") from None
+        except OSError:
+            pass  # a link loop, say: skipped with a note by discover
+
+
+def discover(
+    paths: Iterable[str | Path], missing_ok: bool = False, skip: Tell = _quiet,
+    folder: Tell = _quiet,
+) -> list[Path]:
+    """Regular files as given, and ``*.jsonl``/``*.json`` under folders (recursively; links
+    to folders under them are not followed, as ``rglob`` does not), sorted, unique.
+
+    Anything else is passed to ``skip`` with why: a FIFO, a device or a socket, a link loop
+    or a link to nothing, a folder that cannot be listed, a link to a folder named like a
+    ledger file. A folder named like a ledger file is searched like any, and told to
+    ``folder``. A path given that does not exist is a :class:`LedgerPathError`, unless
+    ``missing_ok`` (follow mode, after the first pass: a file rotated away, for now).
     """
     found: dict[tuple[int, int], Path] = {}  # by (device, inode): links are one file
     for given in paths:
         path = Path(given)
-        if path.is_dir():
-            for child in sorted(path.rglob("*")):
-                if child.suffix in SUFFIXES and child.is_file():
-                    _add(found, child)
-        elif path.is_file():
-            _add(found, path)
-        elif path.exists():
-            raise LedgerPathError(f"{path}: not a regular file or folder")
-        elif not missing_ok:
-            raise LedgerPathError(f"{path}: no such file or folder")
-    for path in found.values():
-        if not missing_ok and not os.access(path, os.R_OK):
-            raise LedgerPathError(f"{path}: permission denied")
+        try:
+            mode = path.stat().st_mode
+        except FileNotFoundError:
+            if not missing_ok:
+                raise LedgerPathError(f"{path}: {_missing(path)}") from None
+            continue
+        except OSError as exc:
+            skip(path, why(exc))
+            continue
+        if S_ISDIR(mode):
+            for child in _walk(path, skip, folder):
+                _add(found, child, skip)
+        else:
+            _add(found, path, skip)
     return list(found.values())
+
+
+def _walk(top: Path, skip: Tell, folder: Tell) -> list[Path]:
+    """The names under ``top`` that end like a ledger file, sorted; folders that cannot be
+    listed are skipped (``os.walk`` lists a link, a FIFO or a device among the files, and a
+    link to a folder among the folders without going into it)."""
+
+    def unlisted(exc: OSError) -> None:
+        skip(Path(exc.filename), f"a folder that cannot be listed ({exc.strerror})")
+
+    names = []
+    for parent, dirs, files in os.walk(top, onerror=unlisted):
+        for name in dirs:
+            if _named_like_a_ledger(name):
+                child = Path(parent, name)
+                if child.is_symlink():
+                    skip(child, f"a link to the folder {_target(child)} (links to folders "
+                                "under a folder are not followed)")
+                else:
+                    folder(child, "a folder named like a ledger file: searched as a folder")
+        names.extend(Path(parent, name) for name in files if _named_like_a_ledger(name))
+    return sorted(names)
+
+
+def _named_like_a_ledger(name: str) -> bool:
+    return Path(name).suffix in SUFFIXES
+
+
+def why(exc: OSError) -> str:
+    """Why a file could not be opened or read, for its note."""
+    if isinstance(exc, NotRegular):
+        return str(exc.strerror)
+    if exc.errno == errno.ELOOP:
+        return "a loop of symbolic links"
+    return f"could not be read ({exc.strerror or exc})"
+
+
+def _kind(mode: int) -> str:
+    """What a path that is not a regular file is, for its note."""
+    for test, name in (
+        (S_ISFIFO, "a named pipe (FIFO)"), (S_ISCHR, "a character device"),
+        (S_ISBLK, "a block device"), (S_ISSOCK, "a socket"), (S_ISDIR, "a folder"),
+    ):
+        if test(mode):
+            return f"{name}, not a regular file"
+    return "not a regular file"
+
+
+def _missing(path: Path) -> str:
+    if path.is_symlink():
+        return f"no such file or folder (a link to {_target(path)}, which does not exist)"
+    return "no such file or folder"
+
+
+def _link(path: Path) -> str:
+    """`` (a link to TARGET)`` for a symbolic link, else nothing."""
+    return f" (a link to {_target(path)})" if path.is_symlink() else ""
+
+
+def _target(path: Path) -> str:
+    try:
+        return shown(Path(os.readlink(path)))
+    except OSError:  # gone meanwhile
+        return "a path that is gone"
+
+
+def open_file(path: Path) -> BinaryIO:
+    """``path`` opened to read, refused if it is not a regular file, and never blocking (a
+    FIFO or a device put where a ledger was is refused once open, not waited on)."""
+    fd = os.open(path, _READ)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not S_ISREG(mode):
+            raise NotRegular(errno.EINVAL, _kind(mode), str(path))
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def storable(text: str | Path) -> bool:
@@ -77,13 +203,21 @@ def shown(path: Path) -> str:
     return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
-def _add(found: dict[tuple[int, int], Path], path: Path) -> None:
+def _add(found: dict[tuple[int, int], Path], path: Path, skip: Tell) -> None:
     try:
-        stat = path.stat()
+        info = path.stat()
     except FileNotFoundError:
-        return  # gone since it was listed (rotated away): nothing to read
+        if path.is_symlink():
+            skip(path, f"a link to {_target(path)}, which does not exist")
+        return  # or gone since it was listed (rotated away): nothing to read
+    except OSError as exc:
+        skip(path, why(exc))
+        return
+    if not S_ISREG(info.st_mode):
+        skip(path, _kind(info.st_mode) + _link(path))
+        return
     # Absolute: the sources table knows a file by its path, whatever folder ingest runs from.
-    found.setdefault((stat.st_dev, stat.st_ino), Path(os.path.abspath(path)))
+    found.setdefault((info.st_dev, info.st_ino), Path(os.path.abspath(path)))
 
 
 @dataclass(frozen=True)
@@ -102,9 +236,12 @@ def sha(data: bytes) -> str:
 
 def sniff(path: Path, max_line: int = DEFAULT_MAX_LINE, forced: str | None = None) -> FileInfo:
     """Identify a file and tell its dialect from its first usable record."""
-    stat = path.stat()
-    with path.open("rb") as f:
+    with open_file(path) as f:
+        stat = os.fstat(f.fileno())
         first = f.readline(max_line + 1)
+        encoding = _wide_encoding(first)
+        if encoding is not None:
+            return FileInfo(path, stat.st_size, stat.st_mtime, None, sha(first), encoding)
         complete = first.endswith(b"\n")
         if not complete and not forced and b"\x00" in first:
             # No newline yet, and a NUL: a compressed or other binary file, not a line.
@@ -129,6 +266,15 @@ def sniff(path: Path, max_line: int = DEFAULT_MAX_LINE, forced: str | None = Non
         elif dialect in DOCUMENTS and stat.st_size > max_line:  # a document is read whole
             dialect, problem = None, _too_large(stat.st_size, max_line)
         return FileInfo(path, stat.st_size, stat.st_mtime, dialect, fingerprint, problem)
+
+
+def _wide_encoding(first: bytes) -> str | None:
+    """Why a file that starts with a UTF-16 or UTF-32 byte order mark is not read."""
+    for mark, name, family in WIDE_BOMS:
+        if first.startswith(mark):
+            return (f"{name} with a byte order mark, not UTF-8: convert it first, "
+                    f"e.g. iconv -f {family} -t UTF-8")
+    return None
 
 
 def _too_large(size: int, max_line: int) -> str:

@@ -24,7 +24,18 @@ from ledger.db import connection, sources, verdict_tables, writes
 from ledger.formats.detect import DOCUMENTS
 from ledger.ingest import claims, parallel
 from ledger.ingest.bulk import bulk_work
-from ledger.ingest.files import FileInfo, discover, read_lines, shown, sniff, storable, tail_hash
+from ledger.ingest.files import (
+    FileInfo,
+    check_paths,
+    discover,
+    open_file,
+    read_lines,
+    shown,
+    sniff,
+    storable,
+    tail_hash,
+    why,
+)
 from ledger.ingest.options import DEFAULT_INTERVAL, Options, Progress, Summary
 from ledger.ingest.source import Cursor, Folded, SourceFold
 from ledger.ingest.transaction import Transaction
@@ -48,15 +59,20 @@ class Ingester:
         self._workers: parallel.Workers | None = None
         self._jobs: dict[str, parallel.Job] = {}
         self._redactions_ahead = 0
+        self._told: set[str] = set()  # notices given (follow: once, not every pass)
 
     def ingest(self, paths: Iterable[str | Path], missing_ok: bool = False) -> Summary:
-        """One pass over ``paths``; stops between batches once ``should_stop()`` is true."""
+        """One pass over ``paths``; stops between batches once ``should_stop()`` is true.
+
+        A file that cannot be read (not a regular file, unreadable, a link loop) is skipped
+        with a notice naming it and why, in ``summary.skipped`` too; the others are ingested.
+        """
         self.summary.files = self.summary.unchanged_files = 0
         self.summary.waiting = []
         self._touched: set[str] = set()
         self._forgot = False
         before = (self.summary.new_files, self.summary.updated_files)
-        files = self._storable(discover(paths, missing_ok))
+        files = self._storable(discover(paths, missing_ok, self._skip, self._tell))
         with bulk_work():
             self._workers = self._start_workers(files)
             try:
@@ -65,9 +81,10 @@ class Ingester:
                         break
                     try:
                         self._ingest_file(path)
-                    except OSError as exc:  # gone or unreadable since it was listed
-                        self._notice(
-                            f"{path}: could not be read ({exc.strerror or exc}); skipped")
+                    except FileNotFoundError:
+                        pass  # gone since it was listed (rotated away): nothing to read
+                    except OSError as exc:  # unreadable, or no longer a regular file
+                        self._skip(path, why(exc))
             except BaseException:
                 self._tx.end("ROLLBACK")
                 raise
@@ -198,6 +215,7 @@ class Ingester:
         writes.write_batch(conn, steps=out.steps, incidents=out.incidents, errors=out.errors,
                           sessions=[], states=[], source=None)
         tally.add(out, part.redactions)
+        self._notices(out.notes)
 
     @staticmethod
     def _check_owners(conn: Any, owners: dict[str, str | None]) -> None:
@@ -227,7 +245,7 @@ class Ingester:
 
     def _ingest_lines(self, info: FileInfo, source: dict[str, Any]) -> None:
         source_id = source["source_id"]
-        with info.path.open("rb") as f:
+        with open_file(info.path) as f:
             fold: SourceFold | None = None
             while not self.should_stop():
                 offset = source["offset"]
@@ -257,7 +275,8 @@ class Ingester:
         self.progress(size)
 
     def _ingest_document(self, info: FileInfo, source: dict[str, Any]) -> None:
-        data = info.path.read_bytes()
+        with open_file(info.path) as f:
+            data = f.read()
         with self._tx.unit(1) as conn:
             fold = self._source_fold(conn, source)
             fold.feed_document(data)
@@ -271,7 +290,7 @@ class Ingester:
 
         When it grows and still cannot be told, its error is replaced, not repeated.
         """
-        with self._tx.unit(1) as conn, info.path.open("rb") as f:
+        with self._tx.unit(1) as conn, open_file(info.path) as f:
             self._forget(conn, source["source_id"])
             fold = self._source_fold(conn, source)
             fold.error(1, 0, info.problem or "cannot tell the dialect", f.read(2048))
@@ -302,6 +321,7 @@ class Ingester:
             source=source,
         )
         self._count_rows(source["path"], len(out.steps), len(out.errors), out.unknown)
+        self._notices(out.notes)
         self.summary.sessions.update(touched)
         self._touched.update(touched)
 
@@ -319,13 +339,28 @@ class Ingester:
             if storable(path):
                 kept.append(path)
             else:
-                self._notice(f"{shown(path)}: the path is not valid UTF-8, which the database "
-                             "cannot store; skipped (rename the file to ingest it)")
+                self._skip(path, "the path is not valid UTF-8, which the database cannot store",
+                           advice=" (rename the file to ingest it)")
         return kept
 
-    def _notice(self, message: str) -> None:
-        self.summary.notices.append(message)
+    def _skip(self, path: Path, reason: str, advice: str = "") -> None:
+        """A file left unread: a notice naming it (absolute, as ``sources`` would) and why,
+        and in ``summary.skipped``."""
+        name = shown(Path(os.path.abspath(path)))
+        self.summary.skipped[name] = reason
+        self._notice(f"{name}: {reason}; skipped{advice}")
 
+    def _tell(self, path: Path, what: str) -> None:
+        self._notice(f"{shown(Path(os.path.abspath(path)))}: {what}")
+
+    def _notices(self, messages: Iterable[str]) -> None:
+        for message in messages:
+            self._notice(message)
+
+    def _notice(self, message: str) -> None:
+        if message not in self._told:
+            self._told.add(message)
+            self.summary.notices.append(message)
 
 
 class _Refused(Exception):
@@ -365,7 +400,7 @@ def follow(
     """
     stop = stop or threading.Event()
     paths = list(paths)
-    discover(paths)  # a bad path is an error before any database is made
+    check_paths(paths)  # a missing path is an error before any database is made
     db = connection.connect(db_path)
     try:
         ingester = Ingester(db, options, should_stop=stop.is_set)
@@ -389,9 +424,10 @@ def ingest(
     progress: Progress | None = None,
 ) -> Summary:
     """Ingest ``paths`` into the database at ``db_path``."""
-    files = discover(paths)  # a bad path is an error before any database is made
+    paths = list(paths)
+    check_paths(paths)  # a missing path is an error before any database is made
     db = connection.connect(db_path)
     try:
-        return Ingester(db, options, progress).ingest(files)
+        return Ingester(db, options, progress).ingest(paths)
     finally:
         db.conn.close()

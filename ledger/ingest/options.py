@@ -64,6 +64,7 @@ class Summary:
     errors: int = 0
     bytes_read: int = 0
     notices: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)  # path -> why it was not read
     waiting: list[str] = field(default_factory=list)
     sessions: set[str] = field(default_factory=set)
     stop_reasons: Counter[str] = field(default_factory=Counter)
@@ -87,6 +88,9 @@ class Summary:
             "bytes_read": self.bytes_read,
             "stop_reasons": dict(sorted(self.stop_reasons.items())),
             "notices": self.notices,
+            "skipped": [
+                {"path": path, "reason": reason} for path, reason in sorted(self.skipped.items())
+            ],
             "waiting": self.waiting,
             "unknown_records": {
                 path: dict(sorted(counts.items()))

@@ -124,13 +124,13 @@ def encode(message: Message) -> bytes:
     if isinstance(message, Part):
         out = message.out
         plain: tuple[Any, ...] = (
-            message.start, out.steps, out.incidents, out.errors, dict(out.unknown),
+            message.start, out.steps, out.incidents, out.errors, dict(out.unknown), out.notes,
             message.redactions, message.owners,
         )
     else:
         folded, out = message.folded, message.folded.out
         plain = (
-            out.steps, out.incidents, out.errors, dict(out.unknown), folded.sessions,
+            out.steps, out.incidents, out.errors, dict(out.unknown), out.notes, folded.sessions,
             folded.states, folded.cursor, message.lines, message.start, message.end,
             message.check_hash, message.size, message.mtime, message.redactions,
             message.owners,
@@ -145,11 +145,13 @@ def decode(message: bytes) -> Message:
     """The part or batch :func:`encode` made ``message`` of."""
     body = memoryview(message)[1:]
     plain = marshal.loads(body) if message[:1] == _MARSHALLED else pickle.loads(body)
-    if len(plain) == 7:
-        start, steps, incidents, errors, unknown, redactions, owners = plain
-        return Part(start, Output(steps, incidents, errors, Counter(unknown)), redactions, owners)
-    steps, incidents, errors, unknown, sessions, states, cursor, *rest = plain
-    folded = Folded(Output(steps, incidents, errors, Counter(unknown)), sessions, states, cursor)
+    if len(plain) == 8:
+        start, steps, incidents, errors, unknown, notes, redactions, owners = plain
+        out = Output(steps, incidents, errors, Counter(unknown), notes)
+        return Part(start, out, redactions, owners)
+    steps, incidents, errors, unknown, notes, sessions, states, cursor, *rest = plain
+    folded = Folded(Output(steps, incidents, errors, Counter(unknown), notes), sessions, states,
+                    cursor)
     return Batch(folded, *rest)
 
 

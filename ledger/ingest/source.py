@@ -18,6 +18,7 @@ from typing import Any
 import msgspec
 
 from ledger.core.fold import Fold, Session, StepRow
+from ledger.core.ids import CUT_MARK, HASH_DIGITS, ID_MAX, bounded
 from ledger.formats import langfuse
 from ledger.formats.agent_records import UnknownRecord
 from ledger.formats.detect import LANGFUSE, line_reader
@@ -38,6 +39,7 @@ REASON_MAX = 300
 RAW_WINDOW = RAW_MAX * 4  # bytes of a record looked at (and redacted) for its raw text
 _CUT_TOKEN = re.compile(r"[A-Za-z0-9_\-+/=.~:@%]+\Z")
 _SESSION = itemgetter(0)  # a steps row's session_id
+_CUT_TAIL = len(CUT_MARK) + HASH_DIGITS  # how a cut id ends, quoted in its note
 
 #: Given a native session id, the source that already owns it (None if nobody does).
 OwnerLookup = Callable[[str], "str | None"]
@@ -71,6 +73,7 @@ class Output:
     incidents: list[dict[str, Any]] = field(default_factory=list)
     errors: list[dict[str, Any]] = field(default_factory=list)
     unknown: Counter[str] = field(default_factory=Counter)
+    notes: list[str] = field(default_factory=list)  # for the ingest's notices (ids cut)
 
 
 @dataclass
@@ -149,7 +152,7 @@ class SourceFold:
                 records = self._records(raw)
             else:
                 record = one_record(raw)
-                session = self._session_for(record)
+                session = self._session_for(record, line)
         except UnknownRecord as exc:
             self._unknown([exc.kind])
             return
@@ -169,7 +172,7 @@ class SourceFold:
             try:
                 if isinstance(record, RecordError):
                     raise record
-                session = self._session_for(record)
+                session = self._session_for(record, line)
             except RecordError as exc:
                 self.error(line, offset, str(exc), raw)
                 continue
@@ -207,7 +210,7 @@ class SourceFold:
             raise RecordError(f"the {self.dialect} dialect is not line-based")
         return reader(value, self.cursor.reader, self.source_id)
 
-    def _session_for(self, record: Record) -> Session:
+    def _session_for(self, record: Record, line: int | None) -> Session:
         if self.dialect == GATE:
             assert record.step is not None
             if not self.cursor.gate_runs or record.step <= self.cursor.gate_last_step:
@@ -217,6 +220,8 @@ class SourceFold:
         if record.session is None:
             raise RecordError("record names no session")
         session_id = record.session
+        if len(session_id) > ID_MAX:
+            session_id = bounded(session_id)
         session = self.sessions.get(session_id)
         if session is not None:  # most records: a session open here (_step sets its class)
             return session
@@ -226,7 +231,12 @@ class SourceFold:
                 f"session {session_id!r} already belongs to another ledger file "
                 f"(source {owner}); session ids must be unique to one file"
             )
-        return self._open(session_id, record.task_class, parent=record.parent)
+        parent = None if record.parent is None else bounded(record.parent)
+        task_class = None if record.task_class is None else bounded(record.task_class)
+        session = self._open(session_id, task_class, parent=parent)
+        if session_id != record.session and session.state.events == 0:
+            self._note_cut(line, "session id", record.session)
+        return session
 
     def _open(
         self, session_id: str, task_class: str | None, task: str | None = None,
@@ -256,12 +266,27 @@ class SourceFold:
 
     def _step(self, session: Session, record: Record, line: int | None, offset: int | None) -> None:
         if record.task_class and session.state.events == 0:
-            session.task_class = record.task_class
+            session.task_class = self._task_class(line, record.task_class)
         row, closed = self.fold.step(session, record.event, line, offset)
         self.out.steps.append(row)
         if closed:
             self.out.incidents.extend(closed)
         self.touched.add(session.session_id)
+
+    def _task_class(self, line: int | None, text: str) -> str:
+        """A task class within :data:`ID_MAX` characters, with a note if it was cut."""
+        if len(text) <= ID_MAX:
+            return text
+        self._note_cut(line, "task class", text)
+        return bounded(text)
+
+    def _note_cut(self, line: int | None, what: str, text: str) -> None:
+        where = self.path if line is None else f"{self.path}:{line}"
+        tail = bounded(text)[-_CUT_TAIL:]
+        self.out.notes.append(
+            f"{where}: a {what} of {len(text)} characters, cut to {ID_MAX}: its head and "
+            f"a hash of the whole ('{tail}')"
+        )
 
     # -- whole documents ---------------------------------------------------------------------
 
@@ -290,6 +315,8 @@ class SourceFold:
     ) -> None:
         task_class = header.get("task_class") if isinstance(header.get("task_class"), str) else None
         task = header.get("task") if isinstance(header.get("task"), str) else None
+        if task_class is not None:
+            task_class = self._task_class(None, task_class)
         session = self._open(self.source_id, task_class)
         session.task = self.fold.clean(session, task)
         for index, item in rounds:

@@ -1,5 +1,6 @@
-"""``agent-ledger ingest`` exit codes and messages (README "Exit codes"): 0 success, 1 an
-error (one line, no traceback), 2 a usage error, 3 ``--strict`` with lines put aside."""
+"""``agent-ledger ingest`` exit codes and messages (docs/bad-input.md "Exit codes"): 0 success
+(files that cannot be read skipped with notes), 1 an error (one line, no traceback), 2 a usage
+error, 3 ``--strict`` with lines put aside or files skipped."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from ledger.cli import cli
+from tests.helpers import refuse_to_open, rows
 
 GOOD = '{"session": "s", "type": "round"}\n'
 
@@ -73,18 +75,51 @@ def test_a_missing_path_is_one_line_and_exit_1(tmp_path: Path) -> None:
     assert not (tmp_path / "l.db").exists()
 
 
-def test_an_unreadable_file_is_one_line_and_exit_1(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.fixture
+def folder_with_bad_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A good ledger, one the kernel will not open, and a FIFO."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "agent.jsonl").write_text(GOOD)
+    locked = runs / "locked.jsonl"
+    locked.write_text(GOOD.replace('"s"', '"locked"'))
+    os.mkfifo(runs / "pipe.jsonl")
+    refuse_to_open(monkeypatch, locked)
+    return runs
+
+
+SKIPPED = {
+    "locked.jsonl": "could not be read (Permission denied)",
+    "pipe.jsonl": "a named pipe (FIFO), not a regular file",
+}
+
+
+@pytest.mark.parametrize(("strict", "code"), [([], 0), (["--strict"], 3)])
+def test_files_that_cannot_be_read_are_skipped_with_notes_and_the_rest_ingested(
+    tmp_path: Path, folder_with_bad_files: Path, strict: list[str], code: int
 ) -> None:
-    ledger = tmp_path / "agent.jsonl"
-    ledger.write_text(GOOD)
-    ledger.chmod(0)
-    if os.access(ledger, os.R_OK):  # root reads anything: say what the kernel says to others
-        access = os.access
-        monkeypatch.setattr(os, "access", lambda p, mode: Path(p) != ledger and access(p, mode))
-    code, output = run(str(tmp_path / "l.db"), str(tmp_path))
-    assert code == 1
-    assert output == f"Error: {ledger}: permission denied\n"
+    db = tmp_path / "l.db"
+    result = CliRunner().invoke(cli, ["ingest", str(db), str(folder_with_bad_files), *strict])
+    assert result.exit_code == code, result.output
+    assert sorted(result.stderr.splitlines()) == [  # found skipped when listed, or read
+        f"note: {folder_with_bad_files / name}: {reason}; skipped"
+        for name, reason in sorted(SKIPPED.items())
+    ]
+    assert "2 files skipped (see the notes above)" in result.stdout
+    assert result.stdout.splitlines()[-1] == "0 lines put aside"
+    assert [r["session_id"] for r in rows(db, "select * from sessions")] == ["s"]
+
+
+def test_json_lists_the_files_skipped_and_why(
+    tmp_path: Path, folder_with_bad_files: Path
+) -> None:
+    result = CliRunner().invoke(
+        cli, ["ingest", str(tmp_path / "l.db"), str(folder_with_bad_files), "--json"])
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["skipped"] == [
+        {"path": str(folder_with_bad_files / name), "reason": reason}
+        for name, reason in sorted(SKIPPED.items())
+    ]
 
 
 def test_a_file_that_is_not_a_database_is_exit_1(tmp_path: Path) -> None:

@@ -6,21 +6,33 @@ Two corpora: ``tests/fixtures/hostile/`` (ledger files written to break a reader
 kind of trouble, a good line before and after the bad ones), and JSONTestSuite's parsing and
 transform files (``tests/fixtures/jsontestsuite/``, MIT licence), each fed as a ledger line
 between two good lines and as a file of its own. Huge inputs are generated here.
+
+Then files that cannot be read at all (a FIFO, a device, a link loop, a file the kernel will
+not open, a UTF-16 ledger): each is skipped or refused with a note naming it and why, and
+every other file is ingested; and ids too long to store are cut, with a note.
 """
 
 from __future__ import annotations
 
+import codecs
 import json
+import os
+import re
+import socket
+import threading
 import tracemalloc
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from ledger.core.ids import ID_MAX, bounded
 from ledger.ingest.ingester import ingest
 from ledger.ingest.options import Options
-from tests.helpers import FIXTURES, rows
+from tests.helpers import FIXTURES, dump, refuse_to_open, rows
 
 HOSTILE = FIXTURES / "hostile"
 JSONTESTSUITE = FIXTURES / "jsontestsuite"
@@ -356,7 +368,9 @@ def test_jsontestsuite_file_on_its_own(corpus: tuple[Outcome, Path], path: Path)
         return
     (error,) = got
     assert (error["line"], error["offset"]) == (1, 0)
-    if path.name.startswith("y_"):
+    if path.read_bytes().startswith(codecs.BOM_UTF16_LE):  # i_string_UTF-16LE_with_BOM
+        assert error["reason"].startswith("UTF-16 LE with a byte order mark, not UTF-8")
+    elif path.name.startswith("y_"):
         assert error["reason"].startswith("cannot tell the dialect")
     else:
         assert error["reason"].startswith(("not a ledger: ", "binary file",
@@ -380,3 +394,264 @@ def test_a_trace_longer_than_the_limit_is_put_aside_unread(tmp_path: Path, text:
     assert error["reason"] == (
         f"too large to read as one JSON document ({len(text)} bytes; the limit is 4096, "
         "--max-line-bytes)")
+
+
+# -- files that cannot be read: each skipped with a note, every other file ingested ------------
+
+
+def native_line(session: str, kind: str = "round", **fields: object) -> str:
+    return json.dumps({"session": session, "type": kind, **fields}) + "\n"
+
+
+def make_fifo(path: Path, _monkeypatch: pytest.MonkeyPatch) -> None:
+    os.mkfifo(path)
+
+
+def make_socket(path: Path, _monkeypatch: pytest.MonkeyPatch) -> None:
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(path))
+
+
+def link_to(target: str) -> Callable[[Path, pytest.MonkeyPatch], None]:
+    return lambda path, _monkeypatch: path.symlink_to(target)
+
+
+def make_link_loop(path: Path, _monkeypatch: pytest.MonkeyPatch) -> None:
+    back = path.with_name("back")  # not named like a ledger: only the loop's ledger end is found
+    path.symlink_to(back)
+    back.symlink_to(path)
+
+
+def make_folder_link(path: Path, _monkeypatch: pytest.MonkeyPatch) -> None:
+    (path.parent.parent / "elsewhere").mkdir()
+    (path.parent.parent / "elsewhere" / "in.jsonl").write_text(native_line("elsewhere"))
+    path.symlink_to("../elsewhere", target_is_directory=True)
+
+
+def make_unreadable(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path.write_text(native_line("unreadable"))
+    refuse_to_open(monkeypatch, path)
+
+
+#: kind: (how to make ``bad.jsonl`` in a folder of good ledgers, the reason in its note)
+BAD_FILES: dict[str, tuple[Callable[[Path, pytest.MonkeyPatch], None], str]] = {
+    "fifo": (make_fifo, "a named pipe (FIFO), not a regular file"),
+    "socket": (make_socket, "a socket, not a regular file"),
+    "device": (link_to("/dev/zero"),
+               "a character device, not a regular file (a link to /dev/zero)"),
+    "null-device": (link_to("/dev/null"),
+                    "a character device, not a regular file (a link to /dev/null)"),
+    "link-loop": (make_link_loop, "a loop of symbolic links"),
+    "dangling-link": (link_to("nowhere.jsonl"), "a link to nowhere.jsonl, which does not exist"),
+    "link-to-a-folder": (make_folder_link, "a link to the folder ../elsewhere (links to folders "
+                                           "under a folder are not followed)"),
+    "unreadable": (make_unreadable, "could not be read (Permission denied)"),
+    # A real read that fails: a regular file by stat, whose first read is an I/O error.
+    "read-fails": (link_to("/proc/self/mem"), "could not be read (Input/output error)"),
+}
+#: Kinds that are something else when named on the command line: a path to nothing is an
+#: error (a typo, told before any database is made), a link to a folder is searched.
+FOUND_ONLY = {"dangling-link", "link-to-a-folder"}
+
+
+def within(seconds: float, call: Callable[[], Any]) -> Any:
+    """``call()``, failing the test if it takes longer than ``seconds`` (it would block on a
+    FIFO opened to read, waiting for a writer that never comes)."""
+    result: list[Any] = []
+    worker = threading.Thread(target=lambda: result.append(call()), daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert not worker.is_alive(), f"still running after {seconds} s: blocked"
+    (value,) = result
+    return value
+
+
+def sessions_of(db: Path) -> set[str]:
+    return {r["session_id"] for r in rows(db, "select session_id from sessions")}
+
+
+@pytest.mark.parametrize(
+    ("kind", "given"),
+    [(kind, "folder") for kind in sorted(BAD_FILES)]
+    + [(kind, "files") for kind in sorted(BAD_FILES) if kind not in FOUND_ONLY],
+)
+def test_a_file_that_cannot_be_read_is_skipped_with_a_note_and_the_others_are_ingested(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, given: str
+) -> None:
+    if kind == "read-fails" and not Path("/proc/self/mem").exists():
+        pytest.skip("needs Linux's /proc")
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "a.jsonl").write_text(native_line("a"))
+    (runs / "z.jsonl").write_text(native_line("z"))
+    bad = runs / "bad.jsonl"
+    make, reason = BAD_FILES[kind]
+    make(bad, monkeypatch)
+    paths = [runs] if given == "folder" else [runs / "a.jsonl", bad, runs / "z.jsonl"]
+    db = tmp_path / "l.db"
+    summary = within(20, lambda: ingest(db, paths))
+    assert summary.skipped == {str(bad): reason}
+    assert summary.notices == [f"{bad}: {reason}; skipped"]
+    assert summary.to_dict()["skipped"] == [{"path": str(bad), "reason": reason}]
+    assert sessions_of(db) == {"a", "z"}
+    assert rows(db, "select * from ingest_errors") == []
+
+
+def test_a_path_named_that_does_not_exist_is_still_an_error(tmp_path: Path) -> None:
+    from ledger.ingest.files import LedgerPathError
+
+    (tmp_path / "gone.jsonl").symlink_to("nowhere.jsonl")
+    for path, message in [
+        (tmp_path / "typo.jsonl", "no such file or folder"),
+        (tmp_path / "gone.jsonl",
+         "no such file or folder (a link to nowhere.jsonl, which does not exist)"),
+    ]:
+        with pytest.raises(LedgerPathError, match=re.escape(f"{path}: {message}")):
+            ingest(tmp_path / "l.db", [path])
+    assert not (tmp_path / "l.db").exists()
+
+
+def test_a_folder_named_like_a_ledger_file_is_searched_with_a_note(tmp_path: Path) -> None:
+    """Nothing is lost, so nothing is skipped: its ledgers are read like any folder's."""
+    odd = tmp_path / "runs" / "odd.jsonl"
+    odd.mkdir(parents=True)
+    (odd / "inner.jsonl").write_text(native_line("inner"))
+    (tmp_path / "runs" / "a.jsonl").write_text(native_line("a"))
+    summary = ingest(tmp_path / "l.db", [tmp_path / "runs"])
+    assert summary.notices == [f"{odd}: a folder named like a ledger file: searched as a folder"]
+    assert summary.skipped == {}
+    assert sessions_of(tmp_path / "l.db") == {"a", "inner"}
+
+
+def test_a_file_that_becomes_a_fifo_after_it_was_listed_is_skipped_without_blocking(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The type is checked once open (without blocking) too, not only when the folder is
+    listed: a FIFO put in a ledger's place in between is refused, not waited on."""
+    from ledger.ingest import ingester
+
+    good, swapped = tmp_path / "good.jsonl", tmp_path / "swapped.jsonl"
+    good.write_text(native_line("good"))
+    swapped.write_text(native_line("swapped"))
+    discover = ingester.discover
+
+    def listed_then_swapped(*args: Any) -> list[Path]:
+        found = discover(*args)
+        swapped.unlink()
+        os.mkfifo(swapped)
+        return found
+
+    monkeypatch.setattr(ingester, "discover", listed_then_swapped)
+    summary = within(20, lambda: ingest(tmp_path / "l.db", [tmp_path]))
+    assert summary.skipped == {str(swapped): "a named pipe (FIFO), not a regular file"}
+    assert sessions_of(tmp_path / "l.db") == {"good"}
+
+
+# -- UTF-16 and UTF-32: refused with the encoding named ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("codec", "bom", "name", "family"),
+    [
+        ("utf-16-le", codecs.BOM_UTF16_LE, "UTF-16 LE", "UTF-16"),
+        ("utf-16-be", codecs.BOM_UTF16_BE, "UTF-16 BE", "UTF-16"),
+        ("utf-32-le", codecs.BOM_UTF32_LE, "UTF-32 LE", "UTF-32"),
+        ("utf-32-be", codecs.BOM_UTF32_BE, "UTF-32 BE", "UTF-32"),
+    ],
+)
+@pytest.mark.parametrize("dialect", [None, "native"], ids=["sniffed", "forced"])
+def test_a_utf16_or_utf32_ledger_is_refused_with_its_encoding_named(
+    tmp_path: Path, codec: str, bom: bytes, name: str, family: str, dialect: str | None
+) -> None:
+    """Read as UTF-8 it would be a binary file; it is one error naming its encoding and the
+    command that converts it, and once converted it is read like any ledger."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "good.jsonl").write_text(native_line("good"))
+    wide = runs / "wide.jsonl"
+    text = native_line("w", "start") + native_line("w")
+    wide.write_bytes(bom + text.encode(codec))
+    db = tmp_path / "l.db"
+    summary = ingest(db, [runs], Options(dialect=dialect))
+    assert summary.errors == 1
+    assert rows(db, "select path, line, reason from ingest_errors") == [{
+        "path": str(wide), "line": 1,
+        "reason": f"{name} with a byte order mark, not UTF-8: convert it first, "
+                  f"e.g. iconv -f {family} -t UTF-8",
+    }]
+    assert sessions_of(db) == {"good"}
+    # iconv -f UTF-16 (or UTF-32) reads the byte order from the mark, as Python's codec does
+    wide.write_bytes(wide.read_bytes().decode(family.lower()).encode("utf-8"))
+    ingest(db, [runs], Options(dialect=dialect))
+    assert rows(db, "select * from ingest_errors") == []
+    assert sessions_of(db) == {"good", "w"}
+
+
+# -- ids and task classes: cut to ID_MAX characters with a hash, and a note -------------------
+
+
+def test_a_megabyte_session_id_is_cut_with_a_hash_and_a_note(tmp_path: Path) -> None:
+    """A 1 MiB session id made a database of 22.8 MB for 3 events (every step row repeats the
+    id); cut, two ids that share their head stay two sessions, and a line appended later
+    goes on with the same session."""
+    huge = "x" * (1 << 20)
+    ledger = tmp_path / "runs" / "long.jsonl"
+    ledger.parent.mkdir()
+    ledger.write_text(native_line(huge, "start") + native_line(huge) + native_line(huge + "y")
+                      + native_line(huge, "end"))
+    db = tmp_path / "l.db"
+    summary = ingest(db, [ledger])
+    cut = {sid: bounded(sid) for sid in (huge, huge + "y")}
+    assert sessions_of(db) == set(cut.values())
+    assert {len(sid) for sid in cut.values()} == {ID_MAX}
+    assert summary.notices == [
+        f"{ledger}:{line}: a session id of {len(sid)} characters, cut to {ID_MAX}: its head "
+        f"and a hash of the whole ('{cut[sid][-17:]}')"
+        for line, sid in [(1, huge), (3, huge + "y")]
+    ]
+    assert cut[huge].startswith("x" * 200) and cut[huge][-17] == "…"
+    short = tmp_path / "short.jsonl"
+    short.write_text(ledger.read_text().replace(huge, "x"))
+    ingest(tmp_path / "short.db", [short])
+    assert db.stat().st_size <= (tmp_path / "short.db").stat().st_size + 64 * 1024  # not 28 MB
+
+    with ledger.open("a") as f:
+        f.write(native_line(huge, "round"))
+    again = ingest(db, [ledger])
+    assert again.notices == []  # told once, when the session was made
+    events = {r["session_id"]: r["events"] for r in rows(db, "select * from sessions")}
+    assert events == {cut[huge]: 4, cut[huge + "y"]: 1}
+
+
+def test_a_long_task_class_is_cut_with_a_note(tmp_path: Path) -> None:
+    long_class = "c" * 1000
+    ledger = tmp_path / "native.jsonl"
+    ledger.write_text(native_line("s", "start", task_class=long_class) + native_line("s"))
+    trace = tmp_path / "trace.json"
+    trace.write_text(json.dumps({"task": "t", "task_class": long_class, "rounds": [{}]}))
+    summary = ingest(tmp_path / "l.db", [ledger, trace])
+    assert {r["task_class"] for r in rows(tmp_path / "l.db", "select * from sessions")} == {
+        bounded(long_class)}
+    tail = bounded(long_class)[-17:]
+    assert summary.notices == [
+        f"{ledger}:1: a task class of 1000 characters, cut to {ID_MAX}: its head and a hash "
+        f"of the whole ('{tail}')",
+        f"{trace}: a task class of 1000 characters, cut to {ID_MAX}: its head and a hash "
+        f"of the whole ('{tail}')",
+    ]
+
+
+def test_ids_are_cut_the_same_by_worker_processes(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    for n in range(3):
+        (runs / f"{n}.jsonl").write_text(
+            "".join(native_line(f"{n}" + "y" * 5000) for _ in range(200)))
+    summaries = {
+        jobs: ingest(tmp_path / f"{jobs}.db", [runs], Options(jobs=jobs, parallel_min_bytes=0))
+        for jobs in (0, 2)
+    }
+    assert summaries[2].workers == 2
+    assert summaries[0].notices == summaries[2].notices
+    assert len(summaries[0].notices) == 3
+    assert dump(tmp_path / "0.db") == dump(tmp_path / "2.db")

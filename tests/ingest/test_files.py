@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import os
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import pytest
 from hypothesis import given, settings
@@ -118,3 +118,48 @@ def test_a_path_the_database_cannot_keep_is_told_apart_and_shown_escaped(
     path = Path(os.fsdecode(b"/logs/" + name))  # as os.listdir and Path.rglob give it
     assert files.storable(path) is storable
     assert files.shown(path) == "/logs/" + shown
+
+
+def test_the_files_found_in_a_folder_are_the_regular_files_rglob_finds(tmp_path: Path) -> None:
+    """Folders recursively, files named ``*.jsonl`` or ``*.json``, links to files followed
+    (one file however many names it has), links to folders not; sorted; absolute."""
+    (tmp_path / "runs" / "deep" / "deeper").mkdir(parents=True)
+    (tmp_path / "other").mkdir()
+    for name in ("b.jsonl", "a.json", "notes.txt", ".jsonl", "deep/c.jsonl",
+                 "deep/deeper/d.json"):
+        (tmp_path / "runs" / name).write_text("{}\n")
+    (tmp_path / "other" / "e.jsonl").write_text("{}\n")
+    (tmp_path / "runs" / "linked.jsonl").symlink_to(tmp_path / "other" / "e.jsonl")
+    (tmp_path / "runs" / "again.jsonl").symlink_to("b.jsonl")  # a second name for b.jsonl
+    (tmp_path / "runs" / "to-other").symlink_to(tmp_path / "other", target_is_directory=True)
+    skipped: list[tuple[Path, str]] = []
+    found = files.discover([tmp_path / "runs"], skip=lambda p, r: skipped.append((p, r)))
+    assert found == [
+        tmp_path / "runs" / name
+        for name in ("a.json", "again.jsonl", "deep/c.jsonl", "deep/deeper/d.json",
+                     "linked.jsonl")
+    ]
+    listed = sorted(p for p in (tmp_path / "runs").rglob("*")
+                    if p.suffix in files.SUFFIXES and p.is_file())
+    assert [p.resolve() for p in listed if p.name != "b.jsonl"] == [
+        p.resolve() for p in found]
+    assert skipped == []
+
+
+@pytest.mark.parametrize(
+    ("make", "reason"),
+    [
+        (os.mkfifo, "a named pipe (FIFO), not a regular file"),
+        (os.mkdir, "a folder, not a regular file"),
+    ],
+    ids=["fifo", "folder"],
+)
+def test_opening_what_is_not_a_regular_file_is_refused_at_once(
+    tmp_path: Path, make: Any, reason: str
+) -> None:
+    """Opened without O_NONBLOCK, a FIFO would wait for a writer; it is refused instead."""
+    path = tmp_path / "x.jsonl"
+    make(path)
+    with pytest.raises(files.NotRegular) as refused:
+        files.open_file(path)
+    assert files.why(refused.value) == reason

@@ -4,6 +4,7 @@ cleanly with everything consumed so far committed."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -17,7 +18,7 @@ import pytest
 from ledger.ingest.ingester import follow, ingest
 from ledger.ingest.options import Options, Summary
 from tests.corpus import write_ledgers
-from tests.helpers import ROOT, dump, rows
+from tests.helpers import ROOT, dump, refuse_to_open, rows
 
 INTERVAL = 0.1
 
@@ -158,3 +159,50 @@ def test_a_followed_file_that_disappears_is_waited_for(tmp_path: Path) -> None:
     assert summary.steps == 2
     assert events(tmp_path / "l.db") == {"b": 1}  # a replaced file replaces its rows
     assert any("replaced" in n for n in summary.notices)
+
+
+def test_follow_skips_files_it_cannot_read_with_one_note_each_and_reads_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A FIFO, a link to nothing and a file the kernel will not open cost no pass anything:
+    each is noted once, whatever the number of passes, and the file read once it can be."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    ledger, locked = runs / "agent.jsonl", runs / "locked.jsonl"
+    ledger.write_text(line("a"))
+    locked.write_text(line("locked"))
+    os.mkfifo(runs / "pipe.jsonl")
+    (runs / "gone.jsonl").symlink_to("nowhere.jsonl")
+    readable = refuse_to_open(monkeypatch, locked)
+    summary, seen = follow_scripted(tmp_path / "l.db", [runs], [
+        lambda: append(ledger, line("a")),
+        lambda: None,
+        readable,  # from now on
+        lambda: None,
+    ])
+    assert [lines for _, lines in seen] == [1, 2, 2, 3]
+    assert summary.notices == [
+        f"{runs / 'gone.jsonl'}: a link to nowhere.jsonl, which does not exist; skipped",
+        f"{runs / 'pipe.jsonl'}: a named pipe (FIFO), not a regular file; skipped",
+        f"{locked}: could not be read (Permission denied); skipped",
+    ]
+    assert set(summary.skipped) == {str(runs / n) for n in ("gone.jsonl", "pipe.jsonl",
+                                                            "locked.jsonl")}
+    assert events(tmp_path / "l.db") == {"a": 2, "locked": 1}
+
+
+def test_follow_with_strict_exits_3_when_a_file_was_skipped(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "agent.jsonl").write_text(line("a"))
+    os.mkfifo(runs / "pipe.jsonl")  # never opened to read: that would wait for a writer
+    db = tmp_path / "ledger.db"
+    proc = start_follow(db, str(runs), "--strict")
+    eventually(lambda: events(db) == {"a": 1})
+    time.sleep(5 * INTERVAL)  # a few passes more
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 3, err
+    note = f"note: {runs / 'pipe.jsonl'}: a named pipe (FIFO), not a regular file; skipped"
+    assert err.splitlines().count(note) == 1
+    assert "1 files skipped (see the notes above)" in out
