@@ -12,6 +12,7 @@ import json
 import os
 import sqlite3
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -51,6 +52,11 @@ DEFAULT_INTERVAL = 1.0  # seconds between two passes of --follow
 #: starting them and handing rows over cost what they save (measured on 2 cores: 1.1 MB
 #: 0.09 s either way, 4.5 MB 0.27-0.34 s against 0.31-0.36 s, 237 MB 7.4 s against 12.2 s).
 PARALLEL_MIN_BYTES = 4 * 1024 * 1024
+#: TEST ONLY, not an option: seconds the writer sleeps after each commit, read once from
+#: AGENT_LEDGER_TEST_BATCH_PAUSE (unset or 0: no pause, no cost). Tests that must stop or kill
+#: an ingest in the middle of its work set it, so that the work lasts at least this long per
+#: batch however fast the machine is (with workers too: every batch is committed here).
+TEST_BATCH_PAUSE = float(os.environ.get("AGENT_LEDGER_TEST_BATCH_PAUSE") or 0)
 
 
 @dataclass
@@ -222,6 +228,8 @@ class Ingester:
             if how == "COMMIT":
                 self._rollup.add_back(conn)
             conn.execute(how)
+            if TEST_BATCH_PAUSE and how == "COMMIT":
+                time.sleep(TEST_BATCH_PAUSE)
         self._rollup = rollup.Pending()
         self._pending = 0
 
