@@ -9,7 +9,6 @@ its workers, folding ahead, find their pipe closed and end.
 
 from __future__ import annotations
 
-import os
 import random
 import sqlite3
 import subprocess
@@ -21,7 +20,7 @@ import pytest
 
 from ledger.ingest import Options, ingest
 from tests.corpus import write_ledgers
-from tests.helpers import ROOT, dump, rows, scratch_dir
+from tests.helpers import ROOT, dump, paused_env, rows, scratch_dir
 
 EVENTS = 60_000
 BATCH = 500  # small batches, so kills land inside files, between and during commits
@@ -37,11 +36,10 @@ POLL = 0.005  # seconds between two looks at the database
 def start_ingest(
     db: Path, ledgers: Path, jobs: str, pause: float = 0.0
 ) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "AGENT_LEDGER_TEST_BATCH_PAUSE": str(pause)}
     return subprocess.Popen(
         [sys.executable, "-m", "ledger", "ingest", str(db), str(ledgers), "--no-progress",
          "--batch-size", str(BATCH), "--jobs", jobs],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        cwd=ROOT, env=paused_env(pause), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )
 
 
