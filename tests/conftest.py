@@ -7,10 +7,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from ledger.ingest.ingester import ingest
 from ledger.ingest.options import Options
 from tests.helpers import SAMPLES
+
+# No property test depends on how fast the machine is: Hypothesis's default 200 ms deadline
+# per example and its too_slow health check fail a loaded or slow machine, not the code.
+settings.register_profile(
+    "agent-ledger", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile("agent-ledger")
 
 
 @pytest.fixture

@@ -17,6 +17,13 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 REAL_LOGS = FIXTURES / "real-agent-logs"  # public Claude Code, Codex and Langfuse samples
 
 
+def paused_env(seconds: float) -> dict[str, str]:
+    """The environment for an ingest subprocess that sleeps ``seconds`` after each commit
+    (AGENT_LEDGER_TEST_BATCH_PAUSE, test only): a test that stops or kills it mid-work, or
+    reads alongside it, then has at least that long per batch, however fast the machine."""
+    return {**os.environ, "AGENT_LEDGER_TEST_BATCH_PAUSE": str(seconds)}
+
+
 def scratch_dir() -> tempfile.TemporaryDirectory[str]:
     """A temporary folder in memory where there is one (/dev/shm): property tests create
     hundreds of small databases, and on a disk their fsyncs dominate the run time."""

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import sqlite_utils
 
 from ledger.db import rollup
+
+#: TEST ONLY, not an option: seconds the writer sleeps after each commit, read once from
+#: AGENT_LEDGER_TEST_BATCH_PAUSE (unset or 0: no pause, no cost). Tests that must stop or kill
+#: an ingest in the middle of its work set it, so that the work lasts at least this long per
+#: batch however fast the machine is (with workers too: every batch is committed here). The
+#: pause comes after the commit, so it holds no lock and concurrent ingests interleave as ever.
+TEST_BATCH_PAUSE = float(os.environ.get("AGENT_LEDGER_TEST_BATCH_PAUSE") or 0)
 
 
 class Transaction:
@@ -57,5 +66,7 @@ class Transaction:
             if how == "COMMIT":
                 self.rollup.add_back(conn)
             conn.execute(how)
+            if TEST_BATCH_PAUSE and how == "COMMIT":
+                time.sleep(TEST_BATCH_PAUSE)
         self.rollup = rollup.Pending()
         self.pending = 0

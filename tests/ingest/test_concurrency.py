@@ -23,9 +23,13 @@ from datasette.app import Datasette
 from ledger.ingest.ingester import ingest
 from ledger.ingest.options import Options
 from tests.corpus import write_ledgers
-from tests.helpers import ROOT, dump, scratch_dir
+from tests.helpers import ROOT, dump, paused_env, scratch_dir
 
 BATCH = 200
+#: Seconds each ingest sleeps after each commit (test only): each commits 40 batches of its
+#: own at least, so both run for 0.4 s and more however fast the machine, and the reader,
+#: which needs no more than a few ms a look, sees them at work (the bars below).
+PAUSE = 0.01
 
 #: One read transaction (one statement) that must hold after every committed batch.
 CONSISTENCY = """
@@ -45,7 +49,7 @@ def start_ingest(db: Path, paths: list[Path]) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", "ledger", "ingest", str(db), *map(str, paths), "--no-progress",
          "--batch-size", str(BATCH), "--json"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        cwd=ROOT, env=paused_env(PAUSE), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
 
 

@@ -21,20 +21,26 @@ import pytest
 from ledger.ingest.ingester import ingest
 from ledger.ingest.options import Options
 from tests.corpus import write_ledgers
-from tests.helpers import ROOT, dump, rows, scratch_dir
+from tests.helpers import ROOT, dump, paused_env, rows, scratch_dir
 
 EVENTS = 60_000
 BATCH = 500  # small batches, so kills land inside files, between and during commits
 KILLS = 20
 STARTUP_KILLS = 4
 SEED = 3
+#: Seconds a run to be killed sleeps after each commit (AGENT_LEDGER_TEST_BATCH_PAUSE, test
+#: only): its 122 batches take 1.2 s at least, however fast the machine.
+PAUSE = 0.01
+POLL = 0.005  # seconds between two looks at the database
 
 
-def start_ingest(db: Path, ledgers: Path, jobs: str) -> subprocess.Popen[bytes]:
+def start_ingest(
+    db: Path, ledgers: Path, jobs: str, pause: float = 0.0
+) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", "ledger", "ingest", str(db), str(ledgers), "--no-progress",
          "--batch-size", str(BATCH), "--jobs", jobs],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        cwd=ROOT, env=paused_env(pause), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )
 
 
@@ -52,6 +58,27 @@ def bytes_read(db: Path) -> int:
 
 @pytest.mark.parametrize("jobs", ["0", "2"], ids=["one-process", "workers"])
 def test_kill_9_at_random_moments_then_rerun_equals_a_clean_ingest(jobs: str) -> None:
+    """Why no machine is too fast (or too slow) for this test:
+
+    - A run to be killed sleeps PAUSE after each commit, so it cannot commit batches faster
+      than one per PAUSE (10 ms) of wall-clock time, however fast the machine: the 122 batches
+      take 1.2 s at least. The rerun and the clean ingest do not pause.
+    - Each kill comes at most L + X after the test sees the commit that meets its condition:
+      L, the look (POLL, 5 ms, and a query), and X, a random wait of up to one batch as this
+      machine does it now (PAUSE plus a batch's work, timed on the clean ingest just before),
+      so that kills land at any point of a batch (folding, writing, committing, pausing).
+      Meanwhile the run commits at most o = (L + X) / (PAUSE + work) + 1 batches: 2, and
+      still 2 on a machine ten or a hundred times faster, where work tends to 0.
+    - The byte marks lie one in each sixteenth of the first three quarters of the bytes:
+      4 to 9 batches each, more than the 1 + o batches a run may commit past its floor. So
+      after the k-th kill the database holds no more than the top of the k-th sixteenth plus o
+      batches, and at the last kill more than a quarter of the bytes less o batches (30 and
+      more) is left: at least 0.3 s of pauses alone, against the few ms it takes to kill.
+    - A start-up kill comes at a random moment of the run's first 0.05-0.3 s, or just after
+      its first commit if that comes first (a fast machine starts up in less): 1 + o batches.
+    - A slower or loaded machine makes every batch take longer, which only lowers o; every
+      wait for an ingest to get somewhere ends when it does (proc.poll() is checked).
+    """
     with scratch_dir() as tmp:  # kill -9 leaves the page cache as it is, disk or memory
         run_kills(Path(tmp), jobs)
 
@@ -59,39 +86,43 @@ def test_kill_9_at_random_moments_then_rerun_equals_a_clean_ingest(jobs: str) ->
 def run_kills(tmp_path: Path, jobs: str) -> None:
     ledgers = tmp_path / "runs"
     total = sum(p.stat().st_size for p in write_ledgers(ledgers, EVENTS, files=4, seed=SEED))
+    clean = tmp_path / "clean.db"
+    started = time.monotonic()
+    lines = ingest(clean, [ledgers], Options(batch=BATCH)).lines
+    batch_time = PAUSE + (time.monotonic() - started) / -(-lines // BATCH)
     rng = random.Random(SEED)
     # Some kills at random moments of start-up (imports, creating and migrating the
     # database, starting workers), then kills at random points of the work: once the
     # committed bytes pass a random mark and this run has committed a batch of its own, after
-    # a random few milliseconds more (mid-batch, mid-commit, between). The marks stop at
-    # three quarters of the bytes, so that however fast ingest gets, a quarter of the work
-    # (15,000 events) is left to kill it in. (A start-up kill as late as 0.8 s once let an
-    # ingest with workers read every file, and every later kill land in a start-up.)
+    # a random part of a batch's time more (mid-batch, mid-commit, between). One mark in each
+    # sixteenth of the first three quarters of the bytes: a quarter of the work (15,000
+    # events) is left to kill the last run in (see the docstring above).
     moments = [("time", rng.uniform(0.05, 0.3)) for _ in range(STARTUP_KILLS)]
-    moments += [("bytes", mark) for mark in sorted(rng.uniform(0.0, 0.75) * total
-                                                   for _ in range(KILLS - STARTUP_KILLS))]
+    span = 0.75 * total / (KILLS - STARTUP_KILLS)
+    moments += [("bytes", (n + rng.random()) * span) for n in range(KILLS - STARTUP_KILLS)]
     crashed = tmp_path / "crashed.db"
     kills, mid_file = 0, 0
     for kind, mark in moments:
-        proc = start_ingest(crashed, ledgers, jobs)
+        floor = bytes_read(crashed)
+        proc = start_ingest(crashed, ledgers, jobs, PAUSE)
         if kind == "time":
-            time.sleep(mark)
+            until = time.monotonic() + mark
+            while time.monotonic() < until and bytes_read(crashed) == floor and (
+                    proc.poll() is None):
+                time.sleep(POLL)
         else:
-            floor = bytes_read(crashed)
             while bytes_read(crashed) < max(mark, floor + 1) and proc.poll() is None:
-                time.sleep(0.005)
-            time.sleep(rng.uniform(0.0, 0.05))
+                time.sleep(POLL)
+            time.sleep(rng.uniform(0.0, batch_time))
         assert proc.poll() is None, "the ingest finished before it could be killed"
         proc.kill()  # SIGKILL: no cleanup, no rollback, no atexit
         proc.wait()
         kills += 1
         mid_file += any(0 < offset < size for offset, size in progress(crashed))
     proc = start_ingest(crashed, ledgers, jobs)
-    _, stderr = proc.communicate(timeout=120)
+    _, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 0, stderr.decode()
 
-    clean = tmp_path / "clean.db"
-    ingest(clean, [ledgers], Options(batch=BATCH))
     assert kills == KILLS
     assert mid_file >= KILLS // 2, f"only {mid_file} kills left a file half read"
     assert dump(crashed) == dump(clean)

@@ -18,7 +18,7 @@ import pytest
 from ledger.ingest.ingester import follow, ingest
 from ledger.ingest.options import Options, Summary
 from tests.corpus import write_ledgers
-from tests.helpers import ROOT, dump, refuse_to_open, rows
+from tests.helpers import ROOT, dump, paused_env, refuse_to_open, rows
 
 INTERVAL = 0.1
 
@@ -46,11 +46,11 @@ def events(db: Path) -> dict[str, int]:
         return {}
 
 
-def start_follow(db: Path, *args: str) -> subprocess.Popen[str]:
+def start_follow(db: Path, *args: str, pause: float = 0.0) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "ledger", "ingest", str(db), *args, "--follow",
          "--interval", str(INTERVAL), "--no-progress"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=ROOT, env=paused_env(pause), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
 
 
@@ -86,11 +86,15 @@ def test_follow_ingests_appended_lines_until_stopped(tmp_path: Path, sig: int) -
 
 def test_stopping_in_the_middle_of_a_file_keeps_every_committed_batch(tmp_path: Path) -> None:
     """Ctrl-C while a large file is being read: the batch in hand is finished, the process
-    exits 0, and a later ingest carries on to exactly what one clean ingest gives."""
+    exits 0, and a later ingest carries on to exactly what one clean ingest gives.
+
+    The ingest pauses 20 ms after each of its 80 commits, so it is still reading 1.5 s after
+    its first commit however fast the machine: the Ctrl-C, sent within about 50 ms of that
+    first commit being seen, cannot come after the last."""
     runs = tmp_path / "runs"
     files = write_ledgers(runs, 16_000, files=2, seed=9)
     db = tmp_path / "ledger.db"
-    proc = start_follow(db, str(runs), "--batch-size", "200")
+    proc = start_follow(db, str(runs), "--batch-size", "200", pause=0.02)
     eventually(lambda: bool(events(db)))
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=20)

@@ -29,7 +29,7 @@ from ledger.ingest.ingester import Ingester, ingest
 from ledger.ingest.options import Options, Summary
 from ledger.ingest.source import Folded, Output
 from tests.corpus import write_ledgers
-from tests.helpers import FIXTURES, REAL_LOGS, ROOT, SAMPLES
+from tests.helpers import FIXTURES, REAL_LOGS, ROOT, SAMPLES, paused_env, rows
 
 pytestmark = pytest.mark.skipif(
     sys.platform != "linux", reason="patches reach the workers only through fork"
@@ -418,14 +418,19 @@ def test_ctrl_c_on_a_following_ingest_with_workers_leaves_no_worker_and_loses_no
 ) -> None:
     """A real ``ingest --follow --jobs 2`` on 5 MB of new files, stopped by SIGINT while it
     writes the workers' batches: it exits 0, its workers are gone, and a later ingest ends
-    where one clean ingest does."""
+    where one clean ingest does.
+
+    The writer pauses 20 ms after each of its 72 commits, so its first pass lasts 1.4 s at
+    least however fast the machine: the SIGINT, sent within about 10 ms of both workers being
+    seen, comes while it is still writing their batches (checked: not every byte is read)."""
     runs = tmp_path / "runs"
-    write_ledgers(runs, 36_000, files=4, seed=5)
+    files = write_ledgers(runs, 36_000, files=4, seed=5)
     db = tmp_path / "ledger.db"
     proc = subprocess.Popen(
         [sys.executable, "-m", "ledger", "ingest", str(db), str(runs), "--follow", "--jobs",
          "2", "--batch-size", "500", "--no-progress"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=ROOT, env=paused_env(0.02), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
     )
     children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
     workers: list[int] = []
@@ -441,6 +446,8 @@ def test_ctrl_c_on_a_following_ingest_with_workers_leaves_no_worker_and_loses_no
     for pid in workers:
         assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(
             f"/proc/{pid}/status").read_text()
+    read = rows(db, "select coalesce(sum(offset), 0) as n from sources")[0]["n"]
+    assert read < sum(f.stat().st_size for f in files), "it read everything before it stopped"
     ingest(db, [runs], Options(jobs=0))
     clean = tmp_path / "clean.db"
     ingest(clean, [runs], Options(jobs=0))

@@ -6,7 +6,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from itertools import pairwise
 from pathlib import Path
 
@@ -78,13 +77,25 @@ from pathlib import Path
 from ledger.live.recorder import open_session
 from ledger.core.budget import Budget
 
-path, n, events, ready, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
+path, n, events, writers, rounds, sync = (
+    sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]),
+    Path(sys.argv[6]))
 off = Budget(**{k: None for k in Budget.keys()})
+
+
+def meet(r):
+    (sync / f"{r}-{n}").touch()  # here, and wait for every other writer to be
+    deadline = time.monotonic() + 60
+    while len(list(sync.glob(f"{r}-*"))) < writers:
+        if time.monotonic() > deadline:
+            sys.exit(f"writer {n}: the others never got to round {r}")
+        time.sleep(0.001)
+
+
 recorder = open_session(path, "stress", off, session=f"writer-{n}")
-Path(ready).touch()
-while not Path(go).exists():
-    time.sleep(0.001)
 for i in range(events):
+    if i % (events // rounds) == 0:
+        meet(i // (events // rounds))
     if i % 10 == 0:
         recorder.round(tool_calls=1, output_tokens=i, observation=f"{n}:{i}:" + "x" * 9000)
     else:
@@ -94,32 +105,39 @@ recorder.close("task_complete")
 
 
 def test_many_processes_appending_at_once_never_tear_a_line(tmp_path: Path) -> None:
-    writers, events = 8, 500
-    path, go = tmp_path / "shared.jsonl", tmp_path / "go"
+    """Eight processes append 500 events each, big lines among them, to one file. They meet
+    before each of 25 rounds of 20 events (each leaves a file in sync/ and waits for all the
+    others'), so on any machine every round has all of them appending at once: without it a
+    fast machine could let one writer append its 500 events in its first time slice, before
+    the others had started, and a slow one start them far apart."""
+    writers, events, rounds = 8, 500, 25
+    path, sync = tmp_path / "shared.jsonl", tmp_path / "sync"
+    sync.mkdir()
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", WRITER, str(path), str(n), str(events),
-             str(tmp_path / f"ready-{n}"), str(go)],
+            [sys.executable, "-c", WRITER, str(path), str(n), str(events), str(writers),
+             str(rounds), str(sync)],
             cwd=ROOT,
         )
         for n in range(writers)
     ]
-    deadline = time.monotonic() + 60
-    while not all((tmp_path / f"ready-{n}").exists() for n in range(writers)):
-        assert time.monotonic() < deadline and all(p.poll() is None for p in procs)
-        time.sleep(0.01)
-    go.touch()
-    assert [p.wait(timeout=120) for p in procs] == [0] * writers
+    try:
+        assert [p.wait(timeout=300) for p in procs] == [0] * writers
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
 
     lines = path.read_bytes().split(b"\n")
     assert lines.pop() == b""
     assert len(lines) == writers * (events + 2)
     assert sum(len(line) > PIPE_BUF for line in lines) == writers * events // 10
     # The writers really ran at the same time: one after another would switch writer only
-    # writers - 1 times; interleaved writers switch again and again (how often depends on the
-    # scheduler, so the bar is low enough for a loaded machine).
+    # writers - 1 times; here each round holds lines of every writer, so the file switches
+    # writer at least writers - 1 times in each (and more, as the scheduler interleaves them).
     owners = [line.split(b'"session": "', 1)[1][:8] for line in lines]
-    assert sum(a != b for a, b in pairwise(owners)) > 2 * writers
+    assert sum(a != b for a, b in pairwise(owners)) >= (writers - 1) * rounds
 
     db = tmp_path / "ledger.db"
     ingest(db, [path])

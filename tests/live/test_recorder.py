@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -22,7 +23,7 @@ from ledger.ingest.options import Options
 from ledger.ingest.replay import replay, replay_session
 from ledger.live.recorder import BudgetExceeded, Recorder, open_session
 from tests.helpers import ROOT
-from tests.live.test_deadline import FAMILY, wait_gone
+from tests.live.test_deadline import DEADLINES, FAMILY, SLACK, wait_gone
 
 R = StopReason
 SCHEMA = json.loads((ROOT / "ledger" / "schema" / "native-event.schema.json").read_text())
@@ -259,12 +260,13 @@ def test_a_tool_run_is_recorded_with_its_outcome(start, ledger) -> None:
 
 def test_a_tool_past_the_wall_clock_is_killed_and_the_budget_raises(start, ledger) -> None:
     rec = start(Budget(max_seconds=0.5), clock=time.monotonic, session="slow")
-    with pytest.raises(BudgetExceeded, match=r"^elapsed 0\.\ds > 0\.5s$") as raised:
+    with pytest.raises(BudgetExceeded, match=r"^elapsed \d+\.\ds > 0\.5s$") as raised:
         rec.run(["sh", "-c", FAMILY], grace=0.2, capture_output=True, text=True)
     assert (raised.value.reason, raised.value.at) == (R.MAX_SECONDS, 2)
     last = lines(ledger)[-1]
-    assert last["detail"].startswith("sh: killed after 0.") and last["tool_error"] is True
-    assert last["elapsed_s"] > 0.5
+    assert re.fullmatch(r"sh: killed after \d+\.\ds \(wall-clock budget\)", last["detail"])
+    assert last["tool_error"] is True
+    assert 0.5 < last["elapsed_s"] < 0.5 + 0.2 + SLACK
     assert replayed(ledger, Budget(max_seconds=0.5), "slow") == ("max_seconds", 2)
     # The next tool is not even started.
     with pytest.raises(BudgetExceeded):
@@ -285,11 +287,20 @@ def test_a_tool_the_budget_would_refuse_is_not_started(start, ledger, tmp_path) 
 
 
 def test_the_tool_and_its_children_are_gone_after_the_kill(start, tmp_path: Path) -> None:
-    rec = start(Budget(max_seconds=0.3), clock=time.monotonic)
-    pids = tmp_path / "pids"
-    with pytest.raises(BudgetExceeded):
-        rec.run(["sh", "-c", f'sleep 30 & echo "$$ $!" > {pids}; wait'], grace=0.2)
-    assert all(wait_gone(int(pid)) for pid in pids.read_text().split())
+    """Under the first budget of DEADLINES the shell gets far enough within (it has written
+    both pids): a run where it did not shows nothing, and a loaded machine may need longer."""
+    for n, seconds in enumerate(DEADLINES):
+        rec = start(Budget(max_seconds=seconds), clock=time.monotonic, session=f"s{n}")
+        pids = tmp_path / f"pids-{n}"
+        with pytest.raises(BudgetExceeded):
+            rec.run(["sh", "-c", f'sleep 300 & echo "$$ $!" > {pids}.new; mv {pids}.new {pids}; '
+                     "wait"], grace=0.2)
+        if pids.exists():
+            break
+    else:
+        pytest.fail(f"the shell did not write its pids within {DEADLINES[-1]} s")
+    shell, grandchild = (int(pid) for pid in pids.read_text().split())
+    assert wait_gone(shell) and wait_gone(grandchild)
 
 
 # --- live equals replay -----------------------------------------------------------------------
