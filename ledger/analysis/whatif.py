@@ -21,6 +21,7 @@ from typing import Any
 from ledger.core.budget import Budget, Machine, State
 from ledger.core.events import Event
 from ledger.core.fold import families_for
+from ledger.core.pricing import PriceBook, price_event
 from ledger.core.reasons import StopReason
 from ledger.db.stored import StoredSession
 
@@ -80,9 +81,13 @@ class Verdict:
 class Replayer:
     """Replays events under retuned budgets; one machine per distinct budget and cap family."""
 
-    def __init__(self, retune: Retune, vendor_map: Mapping[str, str]) -> None:
+    def __init__(
+        self, retune: Retune, vendor_map: Mapping[str, str], prices: PriceBook | None = None
+    ) -> None:
         self.retune = retune
         self.vendor_map = vendor_map
+        #: Prices the stored rounds that keep a model and tokens but no cost (``max_cost``).
+        self.prices = prices
         self._machines: dict[tuple[Budget, str], Machine] = {}
 
     def machine(self, budget: Budget, dialect: str) -> Machine:
@@ -97,7 +102,10 @@ class Replayer:
         """The first stop of ``events`` under the retuned ``budget``."""
         advance = self.machine(budget, dialect).advance
         state = State()
+        prices = self.prices
         for event in events:
+            if prices is not None and event.cost is None:
+                price_event(event, prices, state)
             if advance(state, event) is not None:
                 assert state.stop_reason is not None
                 return Stop(state.stop_reason.value, state.stop_at, state.stop_detail)

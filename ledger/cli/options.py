@@ -15,8 +15,10 @@ from typing import Any, TypeVar
 import click
 
 from ledger.config.budget_file import read_budget_file
+from ledger.config.prices import PricesError, load_prices
 from ledger.config.vendor_map import load_vendor_map
 from ledger.core.budget import Budget, BudgetError
+from ledger.core.pricing import PriceBook
 from ledger.core.vendors import DEFAULT_VENDOR_MAP, VendorMapError
 from ledger.formats.detect import IMPORTED
 from ledger.formats.seed_dialects import DIALECTS
@@ -34,7 +36,12 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def budget_options(func: F) -> F:
-    """--budget, --budget-file and --vendor-map, shared by every command that folds."""
+    """--budget, --budget-file, --vendor-map and --prices, shared by every command that folds."""
+    func = click.option(
+        "--prices",
+        type=click.Path(exists=True, dir_okay=False),
+        help="TOML file of model prices (USD per million tokens) over the pinned price data.",
+    )(func)
     func = click.option(
         "--vendor-map",
         type=click.Path(exists=True, dir_okay=False),
@@ -88,6 +95,7 @@ def make_options(
     budget_pairs: tuple[str, ...],
     budget_file: str | None,
     vendor_map: str | None,
+    prices: str | None = None,
     task_class: str | None = None,
     dialect: str | None = None,
     max_line_bytes: int = 8 * 1024 * 1024,
@@ -98,11 +106,13 @@ def make_options(
             budget = Budget.from_mapping(read_budget_file(budget_file), budget)
         budget = Budget.from_assignments(budget_pairs, budget)
         mapping = read_vendor_map(vendor_map)
-    except (BudgetError, VendorMapError) as exc:
+        book = read_prices(prices)
+    except (BudgetError, VendorMapError, PricesError) as exc:
         raise click.ClickException(str(exc)) from None
     return Options(
         budget=budget,
         vendor_map=mapping,
+        prices=book,
         task_class=task_class,
         dialect=dialect,
         max_line=max_line_bytes,
@@ -121,13 +131,19 @@ def fold_options(func: F) -> F:
 
 
 _FOLD_PARAMS = (
-    "budget_pairs", "budget_file", "vendor_map", "task_class", "dialect", "max_line_bytes",
+    "budget_pairs", "budget_file", "vendor_map", "prices", "task_class", "dialect",
+    "max_line_bytes",
 )
 
 
 def read_vendor_map(path: str | None) -> dict[str, str]:
     """The vendor map of ``--vendor-map`` (the default map without one)."""
     return load_vendor_map(path) if path else dict(DEFAULT_VENDOR_MAP)
+
+
+def read_prices(path: str | None) -> PriceBook:
+    """The price book of ``--prices`` over the pinned price data (that data alone without)."""
+    return load_prices(path)
 
 
 

@@ -17,12 +17,15 @@ from ledger.cli.options import (
     EXIT_NO_VERIFIED,
     F,
     budget_options,
+    read_prices,
     read_vendor_map,
     table,
     utf8_text,
 )
 from ledger.config.budget_file import read_budget_file
+from ledger.config.prices import PricesError
 from ledger.core.budget import Budget, BudgetError
+from ledger.core.pricing import PriceBook
 from ledger.core.vendors import VendorMapError
 
 
@@ -44,6 +47,13 @@ def _vendor_map(path: str | None) -> dict[str, str]:
     try:
         return read_vendor_map(path)
     except VendorMapError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _prices(path: str | None) -> PriceBook:
+    try:
+        return read_prices(path)
+    except PricesError as exc:
         raise click.ClickException(str(exc)) from None
 
 
@@ -74,6 +84,7 @@ def what_if_command(
     budget_pairs: tuple[str, ...],
     budget_file: str | None,
     vendor_map: str | None,
+    prices: str | None,
     task_class: str | None,
     limit: int,
     as_json: bool,
@@ -96,7 +107,7 @@ def what_if_command(
     from ledger.db.stored import stored_sessions
 
     retune = make_retune(budget_pairs, budget_file)
-    replayer = Replayer(retune, _vendor_map(vendor_map))
+    replayer = Replayer(retune, _vendor_map(vendor_map), _prices(prices))
     with _reading(db_path) as conn:
         report = what_if(stored_sessions(conn, task_class), replayer)
     if not report.sessions:

@@ -25,9 +25,12 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from decimal import Decimal
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from ledger.core.events import ROUND, Event
+
+if TYPE_CHECKING:
+    from ledger.core.budget import State
 
 USD = "USD"
 PER = Decimal(1_000_000)
@@ -206,9 +209,10 @@ def tokens_of(event: Event) -> Tokens | None:
     )
 
 
-def price_event(event: Event, book: PriceBook) -> Priced | None:
+def price_event(event: Event, book: PriceBook, state: State | None = None) -> Priced | None:
     """Price a round that gives its model and usage but no cost: set ``event.cost`` (in place,
-    before the fold reads its meters) and return the price; None leaves the event as it was."""
+    before the fold reads its meters), note who priced it in ``state.priced_by``, and return
+    the price; None leaves the event as it was (the cost meter is then missing)."""
     if event.cost is not None or event.action != ROUND:
         return None
     tokens = tokens_of(event)
@@ -217,4 +221,6 @@ def price_event(event: Event, book: PriceBook) -> Priced | None:
     priced = book.cost(event.model, tokens, event.at)
     if priced is not None:
         event.cost = priced.amount
+        if state is not None:
+            state.priced_by = priced.priced_by
     return priced
