@@ -149,7 +149,7 @@ class State:
     tool_calls: int = 0
     output_tokens: int = 0
     cost: float = 0.0  # USD, over the rounds that carried a cost
-    priced_by: str | None = None  # the price source (and version) of the last priced round
+    price_source: str | None = None  # who priced its rounds (ledger.core.pricing.note_source)
     tool_errors: int = 0
     consecutive_tool_errors: int = 0
     writes: int = 0

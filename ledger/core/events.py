@@ -48,13 +48,13 @@ class Event(msgspec.Struct, gc=False):
     #: a missing observation as "" and a missing tool_error as false).
     unmetered: frozenset[str] = frozenset()
     same_round: bool = False  # continues the current round (see the module docstring)
-    #: Money (see ledger.core.pricing): the model of a round and its prompt tokens, which price
-    #: it with ``output_tokens``, or the cost in USD the log gives (which wins over a price).
-    model: str | None = None
+    #: Money (see ledger.core.pricing): a round's prompt tokens and its model, which price it
+    #: with ``output_tokens``, or the cost in USD the log gives (which wins over a price).
     input_tokens: int | None = None  # not read from or written to a cache
     cache_creation_tokens: int | None = None
     cache_read_tokens: int | None = None
     reasoning_tokens: int | None = None  # part of output_tokens
+    model: str | None = None
     cost: float | None = None
 
     @property

@@ -128,6 +128,9 @@ class Session:
             "budget": self.budget.to_json(),
             "budget_digest": self.budget.digest,
             "parent_session_id": self.parent_session_id,
+            # Money: None where no round carried a cost (the log gave none, nobody priced it).
+            "cost_usd": s.cost if "cost" in self.meters else None,
+            "price_source": s.price_source,
         }
 
     def open_incidents(self) -> list[dict[str, Any]]:
@@ -233,7 +236,7 @@ class Fold:
             if session.t0 is None:
                 session.t0 = event.at
             event.elapsed_s = round(event.at - session.t0, 3)
-        if self.prices is not None and event.cost is None and event.model is not None:
+        if self.prices is not None and (event.model is not None or event.cost is not None):
             price_event(event, self.prices, state)
         if len(session.meters) < len(METERS):  # once a session has every meter, it keeps them
             carried = meters_of(event)

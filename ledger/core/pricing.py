@@ -209,11 +209,20 @@ def tokens_of(event: Event) -> Tokens | None:
     )
 
 
+#: The price source of a cost the log itself gives (a vendor's cost per round).
+LOGGED = "log"
+
+
 def price_event(event: Event, book: PriceBook, state: State | None = None) -> Priced | None:
     """Price a round that gives its model and usage but no cost: set ``event.cost`` (in place,
-    before the fold reads its meters), note who priced it in ``state.priced_by``, and return
-    the price; None leaves the event as it was (the cost meter is then missing)."""
-    if event.cost is not None or event.action != ROUND:
+    before the fold reads its meters) and return the price; None leaves the event as it was
+    (the cost meter is then missing, unless the log gave the cost). Who priced the session's
+    rounds (the log, or a source and version) is noted in ``state.price_source``."""
+    if event.action != ROUND:
+        return None
+    if event.cost is not None:
+        if state is not None:
+            note_source(state, LOGGED)
         return None
     tokens = tokens_of(event)
     if tokens is None:
@@ -222,5 +231,15 @@ def price_event(event: Event, book: PriceBook, state: State | None = None) -> Pr
     if priced is not None:
         event.cost = priced.amount
         if state is not None:
-            state.priced_by = priced.priced_by
+            note_source(state, priced.priced_by)
     return priced
+
+
+def note_source(state: State, source: str) -> None:
+    """Add ``source`` to the session's price sources (sorted, comma-separated: a session may
+    mix the log's costs, the price data's and a prices file's)."""
+    known = state.price_source
+    if known is None:
+        state.price_source = source
+    elif known != source and source not in known.split(", "):
+        state.price_source = ", ".join(sorted([*known.split(", "), source]))

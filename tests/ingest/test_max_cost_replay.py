@@ -12,12 +12,14 @@ from pathlib import Path
 import pytest
 
 from ledger.analysis.whatif import Replayer
-from ledger.config.prices import load_prices
+from ledger.config.prices import LIBRARY, library_version, load_prices
 from ledger.core.budget import Budget
 from ledger.core.events import Event
+from ledger.ingest.ingester import ingest
 from ledger.ingest.options import Options
 from ledger.ingest.replay import replay
 from ledger.live.recorder import BudgetExceeded, open_session
+from tests.helpers import rows as db_rows
 
 CAP = Budget(max_rounds=None, max_tool_calls=None, max_output_tokens=None, max_cost=1.0)
 #: claude-opus-4-6: $25 per million output tokens, so 20,000 output tokens are $0.50.
@@ -100,3 +102,38 @@ def test_what_if_replays_a_new_money_cap() -> None:
     replayer = Replayer(lambda stored: Budget.from_mapping({"max_cost": "1.2"}, stored), {})
     stop = replayer.stop(Budget(max_rounds=None), "native", events)
     assert (stop.reason, stop.at) == ("max_cost", 3)
+
+
+def native(*rounds: dict) -> str:
+    return "".join(
+        json.dumps({"session": "s", "type": "round", **r}) + "\n" for r in rounds
+    )
+
+
+def test_the_session_row_keeps_its_spend_and_who_priced_it(tmp_path) -> None:
+    path = tmp_path / "run.jsonl"
+    path.write_text(native(PRICED, {"cost": 0.25}, {"output_tokens": 3}))
+    (session,) = rows(path, Options())
+    assert session["cost_usd"] == pytest.approx(0.75)
+    assert session["price_source"] == f"{LIBRARY} {library_version()}, log"
+    path.write_text(native({"output_tokens": 3}))
+    (session,) = rows(path, Options())
+    assert (session["cost_usd"], session["price_source"]) == (None, None)
+
+
+def test_the_spend_read_in_pieces_is_the_spend_read_at_once(tmp_path) -> None:
+    """Incremental equals one-shot: the cost and its sources are saved with the state."""
+    lines = native(PRICED, {"cost": 0.25}, PRICED, {**PRICED, "model": "acme-coder-2"})
+    whole, pieces = tmp_path / "whole", tmp_path / "pieces"
+    whole.mkdir()
+    pieces.mkdir()
+    (whole / "run.jsonl").write_text(lines)
+    ingest(tmp_path / "whole.db", [whole])
+    cut = lines.splitlines(keepends=True)
+    for n in range(1, len(cut) + 1):
+        (pieces / "run.jsonl").write_text("".join(cut[:n]))
+        ingest(tmp_path / "pieces.db", [pieces])
+    query = "select stop_reason, cost_usd, price_source, meters from sessions"
+    assert db_rows(tmp_path / "pieces.db", query) == db_rows(tmp_path / "whole.db", query)
+    (row,) = db_rows(tmp_path / "whole.db", query)
+    assert row["cost_usd"] == pytest.approx(1.25)
