@@ -266,8 +266,8 @@ def _money(obj: dict[str, Any]) -> dict[str, Any]:
         if isinstance(cost, bool) or not isinstance(cost, (int, float)):
             kind = _json_type(cost)
             raise RecordError(f"field 'cost' must be a number of US dollars, got {kind}")
-        if not math.isfinite(cost) or cost < 0 or cost >= MAX_COUNTER:
-            raise RecordError(f"field 'cost' out of range ({cost})")
+        if not -1 < cost < MAX_COUNTER or not math.isfinite(cost) or cost < 0:
+            raise RecordError(f"field 'cost' must be 0 or more US dollars, in range ({cost})")
         cost = float(cost)
     found: dict[str, Any] = {"model": _text(obj, "model") or None, "cost": cost}
     for key in MONEY_COUNTS:
@@ -440,7 +440,7 @@ def _native_typed(line: _NativeLine) -> Record | None:
         ts,
         at,
     )
-    if kind == ROUND and (line.model or line.cost is not None or line.input_tokens is not None):
+    if kind == ROUND:
         event.model = line.model or None
         event.input_tokens = line.input_tokens
         event.cache_creation_tokens = line.cache_creation_tokens

@@ -65,6 +65,26 @@ def test_every_model_of_the_real_logs_has_a_price(model) -> None:
     assert cost(model, Tokens(1, 1)) > 0
 
 
+#: LiteLLM's model_prices_and_context_window.json (litellm 1.110.2), whose rates ccusage
+#: prices Claude Code logs with: input, output, cache write, cache read per million tokens.
+LITELLM_CLAUDE = [
+    ("claude-opus-4-6", "5", "25", "6.25", "0.5"),
+    ("claude-opus-4-5-20251101", "5", "25", "6.25", "0.5"),
+    ("claude-sonnet-4-5-20250929", "3", "15", "3.75", "0.3"),
+    ("claude-sonnet-4-6", "3", "15", "3.75", "0.3"),
+    ("claude-haiku-4-5-20251001", "1", "5", "1.25", "0.1"),
+]
+
+
+@pytest.mark.parametrize(("model", "input", "output", "write", "read"), LITELLM_CLAUDE)
+def test_claude_base_rates_agree_with_litellms(model, input, output, write, read) -> None:
+    """So a Claude Code session under 200k prompt tokens a request costs what ccusage says."""
+    rates = BOOK.rates(model)[0]
+    assert (rates.input, rates.output, rates.cache_creation, rates.cache_read) == tuple(
+        Decimal(v) for v in (input, output, write, read)
+    )
+
+
 # --- unknown models: no price, never a guess -----------------------------------------------
 
 
