@@ -112,6 +112,13 @@ def what_if_command(
         report = what_if(stored_sessions(conn, task_class), replayer)
     if not report.sessions:
         click.echo(f"note: no stored sessions{_of_class(task_class)} in {db_path}", err=True)
+    if report.unpriced:
+        click.echo(
+            f"note: max_cost is on, but {report.unpriced} of {report.sessions} sessions have "
+            "no round with a cost (none stored, none priced: the cost meter is missing), so "
+            "they cannot stop for it",
+            err=True,
+        )
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2))
         return
@@ -140,6 +147,7 @@ def what_if_command(
         click.echo(f"... and {len(report.changes) - len(shown)} more (--limit 0 lists all)")
     if report.sessions:
         click.echo("\n" + table(report.class_rows(), COUNT_COLUMNS))
+
 
 
 @click.command(name="propose-budget")
