@@ -165,7 +165,30 @@ def library_rates(model: str, at: float | None) -> Rates | None:
     info = _model_info(model)
     if info is None:
         return None
+    if at is None or not _by_time_of_day(model):
+        # Prices change by UTC date (or not at all): one look-up a model and day.
+        return _rates_on(model, None if at is None else int(at // DAY))
     return _rates(_prices_at(info, at))
+
+
+DAY = 86_400
+
+
+@lru_cache(maxsize=4096)
+def _rates_on(model: str, day: int | None) -> Rates | None:
+    info = _model_info(model)
+    return _rates(_prices_at(info, None if day is None else day * DAY))
+
+
+@lru_cache(maxsize=512)
+def _by_time_of_day(model: str) -> bool:
+    """Whether the model's price depends on the time of day (off-peak prices)."""
+    from genai_prices.types import TimeOfDateConstraint
+
+    prices = _model_info(model).prices
+    return isinstance(prices, list) and any(
+        isinstance(p.constraint, TimeOfDateConstraint) for p in prices
+    )
 
 
 @lru_cache(maxsize=512)
