@@ -7,6 +7,7 @@ with ours, so converting its rates loses nothing.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 
@@ -83,6 +84,18 @@ def test_claude_base_rates_agree_with_litellms(model, input, output, write, read
     assert (rates.input, rates.output, rates.cache_creation, rates.cache_read) == tuple(
         Decimal(v) for v in (input, output, write, read)
     )
+
+
+@pytest.mark.parametrize(
+    ("ts", "usd"),
+    [(datetime(2026, 12, 31, 23, 59, 59, tzinfo=UTC), 0.75),
+     (datetime(2027, 1, 1, tzinfo=UTC), 1.5), (None, 1.5)],
+)
+def test_a_round_is_priced_at_the_price_of_its_day(ts, usd) -> None:
+    """genai-prices 0.2.3 lists gemini-3.6-flash at $0.75 per million input tokens, $1.50 from
+    2027-01-01; a round without a timestamp takes the newest price listed."""
+    at = None if ts is None else ts.timestamp()
+    assert BOOK.cost("gemini-3.6-flash", Tokens(input=M), at).amount == usd
 
 
 # --- unknown models: no price, never a guess -----------------------------------------------
