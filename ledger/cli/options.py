@@ -1,8 +1,8 @@
 """What the commands share: budget, source and fold options, the exit codes, a plain table.
 
-Exit codes: 0 success; 1 an error (a missing or unreadable path, a bad budget or vendor map, a
-database that cannot be opened); 2 a usage error; 3 ``--strict`` and some lines were put aside;
-4 ``paid-path --fail-on-stay`` and some task class must stay on the paid path;
+Exit codes: 0 success; 1 an error (a missing or unreadable path, a bad budget, vendor map or
+prices file, a database that cannot be opened); 2 a usage error; 3 ``--strict`` and some lines
+were put aside; 4 ``paid-path --fail-on-stay`` and some task class must stay on the paid path;
 5 ``record``: the session's budget is exceeded; 6 ``propose-budget``: nothing to propose from.
 """
 
