@@ -7,11 +7,12 @@ against real traces."
 The captured traces are the sessions that ran out under their budget *and* whose log said the
 task was complete (``stop_reason = recorded_stop = task_complete``). The paid loop let each of
 them run as far as it did; its own limit lay somewhere above. *One notch* is one unit of the
-cap's meter (a round, a tool call, a token, an error, a repeated observation, a step, a write,
-a millisecond), and tightening stops one notch above what the verified runs used: each cap is
-the **tightest value under which every verified session still completes**:
+cap's meter (a round, a tool call, a token, an error, a repeated observation, a cent, a step,
+a write, a millisecond), and tightening stops one notch above what the verified runs used:
+each cap is the **tightest value under which every verified session still completes**:
 
-* seed 000's caps trip at ``>=`` after a step, so the cap is the observed peak plus one;
+* seed 000's caps trip at ``>=`` after a step, so the cap is the observed peak plus one (one
+  cent for ``max_cost``, which counts US dollars);
 * seed 002's caps trip at ``>`` when a step is taken, so the cap is the peak itself; and its
   retry rule blocks a retry taken at step ``n`` when ``max_steps <= n + 1``, so ``max_steps``
   is at least ``n + 2`` for every retry a verified run took.
@@ -50,6 +51,7 @@ class Cap:
     meter: str | None  # None: always measured where the family applies (steps)
     above: bool  # True: trips when usage > cap (seed 002); False: usage >= cap (seed 000)
     unit: str
+    notch: Number = 1  # what a >= cap adds to the peak
 
 
 CAPS: tuple[Cap, ...] = (
@@ -58,6 +60,7 @@ CAPS: tuple[Cap, ...] = (
     Cap("max_output_tokens", LOOP, "output_tokens", False, "output tokens"),
     Cap("max_consecutive_tool_errors", LOOP, "tool_errors", False, "consecutive tool errors"),
     Cap("no_progress_rounds", LOOP, "observations", False, "repeats of one observation"),
+    Cap("max_cost", LOOP, "cost", False, "US dollars", 0.01),
     Cap("max_steps", GATE, None, True, "steps"),
     Cap("max_writes", GATE, "write_classification", True, "writes"),
     Cap("max_seconds", GATE, "elapsed_time", True, "seconds"),
@@ -98,6 +101,7 @@ def usage(session: StoredSession, events: Iterable[Event]) -> Usage:
         "max_output_tokens": state.output_tokens,
         "max_consecutive_tool_errors": worst_errors,
         "no_progress_rounds": worst_repeats,
+        "max_cost": state.cost,
         "max_steps": state.steps,
         "max_writes": state.writes,
         "max_seconds": seconds,
@@ -110,7 +114,7 @@ def usage(session: StoredSession, events: Iterable[Event]) -> Usage:
         if cap.family not in held or peak is None or (cap.meter and cap.meter not in meters):
             continue
         peaks[cap.key] = peak
-        needs[cap.key] = peak if cap.above else peak + 1
+        needs[cap.key] = peak if cap.above else _plus(peak, cap.notch)
     if "max_steps" in needs:
         needs["max_steps"] = max(needs["max_steps"], retry_needs)
     return Usage(session.session_id, peaks, needs, held)
@@ -181,7 +185,7 @@ def propose(task_class: str | None, usages: Iterable[Usage], source: str = "") -
         if measured:
             value = max(u.needs[cap.key] for u in measured)
             peak = max(u.peaks[cap.key] for u in measured)
-            rule = "the peak" if cap.above else "the peak + 1"
+            rule = "the peak" if cap.above else f"the peak + {_number(cap.notch)}"
             if cap.key == "max_steps" and value != peak:
                 rule = "a retry taken at step n needs n + 2"
             note = (
@@ -202,6 +206,11 @@ def propose(task_class: str | None, usages: Iterable[Usage], source: str = "") -
     return Proposal(
         task_class, len(used), lines, source, verified_ids=frozenset(u.session_id for u in used)
     )
+
+
+def _plus(peak: Number, notch: Number) -> Number:
+    """One notch above the peak (rounded like the machine's dollar sums, so 0.7 + 0.1 = 0.8)."""
+    return peak + notch if isinstance(notch, int) else round(peak + notch, 12)
 
 
 def _number(value: Number) -> str:

@@ -115,6 +115,7 @@ RULES: tuple[Rule, ...] = (
     Rule(StopReason.MAX_WRITES, "max_writes", GATE, ("write_classification",)),
     Rule(StopReason.MAX_SECONDS, "max_seconds", GATE, ("elapsed_time",)),
     Rule(StopReason.RETRY_NEAR_CEILING, "max_steps", GATE, ("write_classification",)),
+    Rule(StopReason.MAX_COST, "max_cost", LOOP, ("cost",)),
 )
 
 #: What to log so that a meter exists (native event fields; see the README's dialects).
@@ -130,6 +131,9 @@ INSTRUMENT: dict[str, str] = {
     "elapsed_time": "Log 'ts' or 'elapsed_s' on every event, from a monotonic clock.",
     "write_classification": "Classify every tool action as think, read, write or retry (native "
     "'action' events), and register no unclassified tool.",
+    "cost": "Log 'cost' (US dollars) on every round, or its 'model' with 'input_tokens' and "
+    "'output_tokens' from a usage field you trust, for a model with a price (the pinned "
+    "price data, or --prices FILE for a private one).",
 }
 
 

@@ -18,9 +18,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ledger.core.budget import Budget, Machine, State
+from ledger.core.budget import LOOP, Budget, Machine, State
 from ledger.core.events import Event
 from ledger.core.fold import families_for
+from ledger.core.pricing import PriceBook, price_event
 from ledger.core.reasons import StopReason
 from ledger.db.stored import StoredSession
 
@@ -66,6 +67,9 @@ class Verdict:
     old: Stop
     new: Stop
     change: str | None
+    #: max_cost is on, but no replayed round carried a cost (none was stored, and none could
+    #: be priced): the session cannot stop for it, whatever the cap (a meter gap).
+    unpriced: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -74,15 +78,20 @@ class Verdict:
             "change": self.change,
             "old": self.old.to_dict(),
             "new": self.new.to_dict(),
+            "unpriced": self.unpriced,
         }
 
 
 class Replayer:
     """Replays events under retuned budgets; one machine per distinct budget and cap family."""
 
-    def __init__(self, retune: Retune, vendor_map: Mapping[str, str]) -> None:
+    def __init__(
+        self, retune: Retune, vendor_map: Mapping[str, str], prices: PriceBook | None = None
+    ) -> None:
         self.retune = retune
         self.vendor_map = vendor_map
+        #: Prices the stored rounds that keep a model and tokens but no cost (``max_cost``).
+        self.prices = prices
         self._machines: dict[tuple[Budget, str], Machine] = {}
 
     def machine(self, budget: Budget, dialect: str) -> Machine:
@@ -95,18 +104,34 @@ class Replayer:
 
     def stop(self, budget: Budget, dialect: str, events: Iterable[Event]) -> Stop:
         """The first stop of ``events`` under the retuned ``budget``."""
+        return self._replay(budget, dialect, events)[0]
+
+    def _replay(
+        self, budget: Budget, dialect: str, events: Iterable[Event]
+    ) -> tuple[Stop, bool]:
+        """The first stop, and whether a round before it carried a cost."""
         advance = self.machine(budget, dialect).advance
         state = State()
+        prices = self.prices
+        costed = False
         for event in events:
+            if prices is not None and event.cost is None:
+                price_event(event, prices, state)
+            costed = costed or event.cost is not None
             if advance(state, event) is not None:
                 assert state.stop_reason is not None
-                return Stop(state.stop_reason.value, state.stop_at, state.stop_detail)
-        return Stop(COMPLETE)
+                stop = Stop(state.stop_reason.value, state.stop_at, state.stop_detail)
+                return stop, costed
+        return Stop(COMPLETE), costed
 
     def verdict(self, session: StoredSession, events: Iterable[Event]) -> Verdict:
         old = Stop(session.stop_reason, session.stop_at, session.stop_detail)
-        new = self.stop(session.budget, session.dialect, events)
-        return Verdict(session.session_id, session.task_class, old, new, change(old, new))
+        new, costed = self._replay(session.budget, session.dialect, events)
+        capped = self.machine(session.budget, session.dialect).budget.max_cost is not None
+        unpriced = capped and not costed and LOOP in families_for(session.dialect)
+        return Verdict(
+            session.session_id, session.task_class, old, new, change(old, new), unpriced
+        )
 
 
 def evaluate(
@@ -123,9 +148,11 @@ class Report:
     sessions: int = 0
     by_class: dict[str | None, Counter[str]] = field(default_factory=dict)
     changes: list[Verdict] = field(default_factory=list)
+    unpriced: int = 0  # sessions held to max_cost with no cost to measure it by
 
     def add(self, verdict: Verdict) -> None:
         self.sessions += 1
+        self.unpriced += verdict.unpriced
         counts = self.by_class.setdefault(verdict.task_class, Counter())
         counts["sessions"] += 1
         counts[verdict.change or UNCHANGED] += 1
@@ -148,6 +175,7 @@ class Report:
         return {
             "sessions": self.sessions,
             "changed": len(self.changes),
+            "unpriced": self.unpriced,
             **{k: totals[k] for k in (*CHANGES, UNCHANGED)},
             "task_classes": self.class_rows(),
             "changes": [v.to_dict() for v in self.changes],

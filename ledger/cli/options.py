@@ -1,8 +1,8 @@
 """What the commands share: budget, source and fold options, the exit codes, a plain table.
 
-Exit codes: 0 success; 1 an error (a path that does not exist, a bad budget or vendor map, a
-database that cannot be opened); 2 a usage error; 3 ``--strict`` and some lines were put aside
-(or, for ``ingest``, some files skipped);
+Exit codes: 0 success; 1 an error (a path that does not exist, a bad budget, vendor map or
+prices file, a database that cannot be opened); 2 a usage error; 3 ``--strict`` and some lines
+were put aside (or, for ``ingest``, some files skipped);
 4 ``paid-path --fail-on-stay`` and some task class must stay on the paid path;
 5 ``record``: the session's budget is exceeded; 6 ``propose-budget``: nothing to propose from.
 """
@@ -16,8 +16,10 @@ from typing import Any, TypeVar
 import click
 
 from ledger.config.budget_file import read_budget_file
+from ledger.config.prices import PricesError, load_prices
 from ledger.config.vendor_map import load_vendor_map
 from ledger.core.budget import Budget, BudgetError
+from ledger.core.pricing import PriceBook
 from ledger.core.vendors import DEFAULT_VENDOR_MAP, VendorMapError
 from ledger.formats.detect import IMPORTED
 from ledger.formats.seed_dialects import DIALECTS
@@ -35,7 +37,12 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def budget_options(func: F) -> F:
-    """--budget, --budget-file and --vendor-map, shared by every command that folds."""
+    """--budget, --budget-file, --vendor-map and --prices, shared by every command that folds."""
+    func = click.option(
+        "--prices",
+        type=click.Path(exists=True, dir_okay=False),
+        help="TOML file of model prices (USD per million tokens) over the pinned price data.",
+    )(func)
     func = click.option(
         "--vendor-map",
         type=click.Path(exists=True, dir_okay=False),
@@ -89,6 +96,7 @@ def make_options(
     budget_pairs: tuple[str, ...],
     budget_file: str | None,
     vendor_map: str | None,
+    prices: str | None = None,
     task_class: str | None = None,
     dialect: str | None = None,
     max_line_bytes: int = 8 * 1024 * 1024,
@@ -99,11 +107,13 @@ def make_options(
             budget = Budget.from_mapping(read_budget_file(budget_file), budget)
         budget = Budget.from_assignments(budget_pairs, budget)
         mapping = read_vendor_map(vendor_map)
-    except (BudgetError, VendorMapError) as exc:
+        book = read_prices(prices)
+    except (BudgetError, VendorMapError, PricesError) as exc:
         raise click.ClickException(str(exc)) from None
     return Options(
         budget=budget,
         vendor_map=mapping,
+        prices=book,
         task_class=task_class,
         dialect=dialect,
         max_line=max_line_bytes,
@@ -122,13 +132,19 @@ def fold_options(func: F) -> F:
 
 
 _FOLD_PARAMS = (
-    "budget_pairs", "budget_file", "vendor_map", "task_class", "dialect", "max_line_bytes",
+    "budget_pairs", "budget_file", "vendor_map", "prices", "task_class", "dialect",
+    "max_line_bytes",
 )
 
 
 def read_vendor_map(path: str | None) -> dict[str, str]:
     """The vendor map of ``--vendor-map`` (the default map without one)."""
     return load_vendor_map(path) if path else dict(DEFAULT_VENDOR_MAP)
+
+
+def read_prices(path: str | None) -> PriceBook:
+    """The price book of ``--prices`` over the pinned price data (that data alone without)."""
+    return load_prices(path)
 
 
 

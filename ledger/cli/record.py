@@ -22,6 +22,12 @@ RECORD_FIELDS = {
     "action": ("action",),
     "tool_calls": ("round",),
     "output_tokens": ("round",),
+    "model": ("round",),
+    "input_tokens": ("round",),
+    "cache_creation_tokens": ("round",),
+    "cache_read_tokens": ("round",),
+    "reasoning_tokens": ("round",),
+    "cost": ("round",),
     "vendor_stop": ("round",),
     "observation": ("round", "action"),
     "tool_error": ("round", "action"),
@@ -42,6 +48,17 @@ RECORD_FIELDS = {
 @click.option("--tool", help="Tool name.")
 @click.option("--tool-calls", type=click.IntRange(min=0), help="Round: number of tool calls.")
 @click.option("--output-tokens", type=click.IntRange(min=0), help="Round: output tokens.")
+@click.option("--model", help="Round: the model, which prices the round with its tokens.")
+@click.option("--input-tokens", type=click.IntRange(min=0),
+              help="Round: prompt tokens not read from or written to a cache.")
+@click.option("--cache-creation-tokens", type=click.IntRange(min=0),
+              help="Round: prompt tokens written to a cache.")
+@click.option("--cache-read-tokens", type=click.IntRange(min=0),
+              help="Round: prompt tokens read from a cache.")
+@click.option("--reasoning-tokens", type=click.IntRange(min=0),
+              help="Round: the part of the output tokens spent reasoning.")
+@click.option("--cost", type=click.FloatRange(min=0),
+              help="Round: what it cost in US dollars (wins over pricing its tokens).")
 @click.option("--observation", help="What the tool or model observed (for the no-progress rule).")
 @click.option("--observation-file", type=click.File("r", encoding="utf-8"),
               help="Read the observation from a file ('-' for standard input).")
@@ -66,6 +83,7 @@ def record_command(
     budget_pairs: tuple[str, ...],
     budget_file: str | None,
     vendor_map: str | None,
+    prices: str | None,
     fsync: bool,
     as_json: bool,
     **fields: Any,
@@ -82,6 +100,9 @@ def record_command(
         agent-ledger record run.jsonl --session s1 --action read --detail "open main.py"
         agent-ledger record run.jsonl --session s1 --type round --tool-calls 2 \\
             --output-tokens 350 --observation "$(cat out.txt)" --budget max_rounds=20
+        agent-ledger record run.jsonl --session s1 --type round --model claude-opus-4-6 \\
+            --input-tokens 1200 --cache-read-tokens 40000 --output-tokens 350 \\
+            --budget max_cost=5
         agent-ledger record run.jsonl --session s1 --type end --outcome task_complete
     """
     from ledger.formats.seed_dialects import RecordError
@@ -89,7 +110,7 @@ def record_command(
     from ledger.live.append import append_line
     from ledger.live.recorder import iso, native_line, prepare_ledger, utc_now
 
-    options = make_options(budget_pairs, budget_file, vendor_map)
+    options = make_options(budget_pairs, budget_file, vendor_map, prices)
     kind = kind or ("action" if fields["action"] else None)
     if kind is None:
         raise click.UsageError("give --type, or --action for an action event")

@@ -17,12 +17,15 @@ from ledger.cli.options import (
     EXIT_NO_VERIFIED,
     F,
     budget_options,
+    read_prices,
     read_vendor_map,
     table,
     utf8_text,
 )
 from ledger.config.budget_file import read_budget_file
+from ledger.config.prices import PricesError
 from ledger.core.budget import Budget, BudgetError
+from ledger.core.pricing import PriceBook
 from ledger.core.vendors import VendorMapError
 
 
@@ -44,6 +47,13 @@ def _vendor_map(path: str | None) -> dict[str, str]:
     try:
         return read_vendor_map(path)
     except VendorMapError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _prices(path: str | None) -> PriceBook:
+    try:
+        return read_prices(path)
+    except PricesError as exc:
         raise click.ClickException(str(exc)) from None
 
 
@@ -74,6 +84,7 @@ def what_if_command(
     budget_pairs: tuple[str, ...],
     budget_file: str | None,
     vendor_map: str | None,
+    prices: str | None,
     task_class: str | None,
     limit: int,
     as_json: bool,
@@ -96,11 +107,18 @@ def what_if_command(
     from ledger.db.stored import stored_sessions
 
     retune = make_retune(budget_pairs, budget_file)
-    replayer = Replayer(retune, _vendor_map(vendor_map))
+    replayer = Replayer(retune, _vendor_map(vendor_map), _prices(prices))
     with _reading(db_path) as conn:
         report = what_if(stored_sessions(conn, task_class), replayer)
     if not report.sessions:
         click.echo(f"note: no stored sessions{_of_class(task_class)} in {db_path}", err=True)
+    if report.unpriced:
+        click.echo(
+            f"note: max_cost is on, but {report.unpriced} of {report.sessions} sessions have "
+            "no round with a cost (none stored, none priced: the cost meter is missing), so "
+            "they cannot stop for it",
+            err=True,
+        )
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2))
         return
@@ -129,6 +147,7 @@ def what_if_command(
         click.echo(f"... and {len(report.changes) - len(shown)} more (--limit 0 lists all)")
     if report.sessions:
         click.echo("\n" + table(report.class_rows(), COUNT_COLUMNS))
+
 
 
 @click.command(name="propose-budget")

@@ -4,7 +4,8 @@ Two families of caps, each with its own seed's boundary:
 
 * the *loop* caps of seed 000 (``max_rounds``, ``max_tool_calls``, ``max_output_tokens``,
   ``max_consecutive_tool_errors``, ``no_progress_rounds`` and the fail-closed vendor check) are
-  checked with ``>=`` *after* a step has been applied, in seed 000's order;
+  checked with ``>=`` *after* a step has been applied, in seed 000's order; ``max_cost`` (USD,
+  the paid agents' own money cap) joins them, checked after the round that spends it;
 * the *gate* caps of seed 002 (``max_steps``, ``max_writes``, ``max_seconds`` and the retry
   near the step ceiling) are checked with ``>`` when a step is *taken*, in seed 002's order.
 
@@ -31,6 +32,8 @@ FAMILIES = frozenset({LOOP, GATE})
 
 _UNKNOWN = StopReason.UNKNOWN_VENDOR.value
 OFF_WORDS = frozenset({"off", "none", "null", ""})
+#: Keys measured in fractions (seconds, dollars); every other key is a whole count.
+FRACTIONAL = frozenset({"max_seconds", "max_cost"})
 
 
 class BudgetError(ValueError):
@@ -47,6 +50,8 @@ class Budget:
     max_output_tokens: int | None = 32_000
     max_consecutive_tool_errors: int | None = 3
     no_progress_rounds: int | None = 2
+    #: US dollars: seed 000's "runaway bill" as a cap (no seed default: off).
+    max_cost: float | None = None
     # Seed 002
     max_steps: int | None = 8
     max_writes: int | None = 2
@@ -59,7 +64,7 @@ class Budget:
                 continue
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise BudgetError(f"{f.name} must be a number or 'off', not {value!r}")
-            if f.name != "max_seconds" and not isinstance(value, int):
+            if f.name not in FRACTIONAL and not isinstance(value, int):
                 raise BudgetError(f"{f.name} must be a whole number, not {value!r}")
             if value < 0:
                 raise BudgetError(f"{f.name} must be 0 or more, not {value!r}")
@@ -124,12 +129,12 @@ def _coerce(key: str, value: Any) -> int | float | None:
             number = float(text)
         except ValueError:
             raise BudgetError(f"{key} must be a number or 'off', not {value!r}") from None
-        if key == "max_seconds":
+        if key in FRACTIONAL:
             return number
         if not number.is_integer() or not text.lstrip("+-").isdigit():
             raise BudgetError(f"{key} must be a whole number, not {value!r}")
         return int(text)
-    if key == "max_seconds" and isinstance(value, int) and not isinstance(value, bool):
+    if key in FRACTIONAL and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     return value
 
@@ -143,6 +148,8 @@ class State:
     steps: int = 0
     tool_calls: int = 0
     output_tokens: int = 0
+    cost: float = 0.0  # USD, over the rounds that carried a cost
+    price_source: str | None = None  # who priced its rounds (ledger.core.pricing.note_source)
     tool_errors: int = 0
     consecutive_tool_errors: int = 0
     writes: int = 0
@@ -240,6 +247,8 @@ class Machine:
                     StopReason.MAX_OUTPUT_TOKENS,
                     f"output tokens {state.output_tokens} >= {b.max_output_tokens}",
                 )
+            if b.max_cost is not None and event.cost is not None and state.cost >= b.max_cost:
+                return StopReason.MAX_COST, f"cost ${state.cost:.4f} >= ${b.max_cost:g}"
         cap = b.max_consecutive_tool_errors
         if (
             cap is not None
@@ -298,6 +307,8 @@ def apply(state: State, event: Event) -> None:
     if action == ROUND:
         state.tool_calls += event.tool_calls or 0
         state.output_tokens += event.output_tokens or 0
+        if event.cost is not None:  # rounded: 0.7 + 0.1 must reach a cap of 0.8
+            state.cost = round(state.cost + event.cost, 12)
     # The observation's hash: given (a replay of stored rows keeps the hash, not the text),
     # else seed 000's hash of the text; None if the event carries no observation.
     digest = event.observation_hash

@@ -48,6 +48,14 @@ class Event(msgspec.Struct, gc=False):
     #: a missing observation as "" and a missing tool_error as false).
     unmetered: frozenset[str] = frozenset()
     same_round: bool = False  # continues the current round (see the module docstring)
+    #: Money (see ledger.core.pricing): a round's prompt tokens and its model, which price it
+    #: with ``output_tokens``, or the cost in USD the log gives (which wins over a price).
+    input_tokens: int | None = None  # not read from or written to a cache
+    cache_creation_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    reasoning_tokens: int | None = None  # part of output_tokens
+    model: str | None = None
+    cost: float | None = None
 
     @property
     def has_observation(self) -> bool:
@@ -66,7 +74,7 @@ class Event(msgspec.Struct, gc=False):
 #: The meters a log can carry (seed 000 step 4: a cap whose meter is absent cannot be honoured).
 METERS = (
     "round_counter", "tool_calls", "output_tokens", "tool_errors", "observations",
-    "elapsed_time", "write_classification",
+    "elapsed_time", "write_classification", "cost",
 )
 
 
@@ -87,6 +95,8 @@ def meters_of(event: Event) -> set[str]:
         found.add("observations")
     if event.elapsed_s is not None:
         found.add("elapsed_time")
+    if event.cost is not None:
+        found.add("cost")
     return found - event.unmetered
 
 

@@ -16,6 +16,7 @@ import msgspec
 
 from ledger.core.budget import GATE, LOOP, Budget, Machine, State
 from ledger.core.events import METERS, Event, meters_of
+from ledger.core.pricing import PriceBook, price_event
 from ledger.core.reasons import CONTINUE, StopReason
 from ledger.core.vendors import classify
 from ledger.formats.seed_dialects import DIALECTS, TRACE
@@ -127,6 +128,9 @@ class Session:
             "budget": self.budget.to_json(),
             "budget_digest": self.budget.digest,
             "parent_session_id": self.parent_session_id,
+            # Money: None where no round carried a cost (the log gave none, nobody priced it).
+            "cost_usd": s.cost if "cost" in self.meters else None,
+            "price_source": s.price_source,
         }
 
     def open_incidents(self) -> list[dict[str, Any]]:
@@ -169,8 +173,10 @@ class Fold:
         budget: Budget,
         vendor_map: Mapping[str, str],
         redact: Redactor,
+        prices: PriceBook | None = None,
     ) -> None:
         self.budget = budget
+        self.prices = prices  # prices a round that gives its model and tokens but no cost
         self.vendor_map = vendor_map
         self.redact = redact
         self._redacted: dict[str, tuple[str, int]] = {}
@@ -230,6 +236,8 @@ class Fold:
             if session.t0 is None:
                 session.t0 = event.at
             event.elapsed_s = round(event.at - session.t0, 3)
+        if self.prices is not None and (event.model is not None or event.cost is not None):
+            price_event(event, self.prices, state)
         if len(session.meters) < len(METERS):  # once a session has every meter, it keeps them
             carried = meters_of(event)
             if not carried.issubset(session.meters):

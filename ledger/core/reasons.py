@@ -25,6 +25,8 @@ class StopReason(StrEnum):
     MAX_WRITES = "max_writes"
     MAX_SECONDS = "max_seconds"
     RETRY_NEAR_CEILING = "retry_near_ceiling"
+    # Issue 19: money, in seed 000's loop family.
+    MAX_COST = "max_cost"
 
     def __str__(self) -> str:  # so f-strings and click.echo print the stable value
         return self.value
@@ -143,6 +145,14 @@ DECISION_TABLE: tuple[Decision, ...] = (
         "Do not retry; raise BudgetExceeded",
         "Retries are not classified apart from first attempts",
         "A retry was attempted when steps >= max_steps - 1.",
+    ),
+    Decision(
+        StopReason.MAX_COST, "000",
+        "A usage field and a price you trust (or the vendor's own cost per round)",
+        "Stop and report the spend",
+        "The model has no price or the log has no usage",
+        "The cost summed over the rounds reached max_cost (US dollars), checked after the "
+        "round that spent it.",
     ),
 )
 

@@ -47,9 +47,10 @@ Decisions on strings left UNMAPPED on purpose (they classify as ``unknown_vendor
   synthetic API-error lines. Map it in a TOML file if your stop sequences are success sentinels.
 * ``refusal``, ``content_filter``, ``content_filtered``, ``guardrail_intervened``, Gemini safety
   and policy values, ``malformed_*``: no reason in our list fits, and none of them is a success.
-* Budget stops with no matching reason (Codex ``budget_limited``, Claude ``error_max_budget_usd``
-  and ``budget_exhausted``): the reason list has no cost or wall-clock cap yet.
-  :data:`KNOWN_UNMAPPED` lists these strings with a note, for audits and the docs.
+* Money caps (Claude Agent SDK ``error_max_budget_usd`` and ``budget_exhausted``, Codex
+  ``budget_limited`` and ``sessionBudgetExceeded``, LiteLLM's ``BudgetExceededError``) are
+  ``max_cost``: the vendor stopped the loop at its own ``max_budget_usd`` / ``max_budget``.
+  :data:`KNOWN_UNMAPPED` lists the strings left out, with a note, for audits and the docs.
 
 Vendor map files (TOML) extend or override the default map; see
 :func:`ledger.config.vendor_map.load_vendor_map`. To take
@@ -101,6 +102,7 @@ _TOOLS = StopReason.MAX_TOOL_CALLS.value
 _TOKENS = StopReason.MAX_OUTPUT_TOKENS.value
 _CANCEL = StopReason.USER_CANCEL.value
 _TOOL_ERRORS = StopReason.TOOL_ERROR_BUDGET.value
+_COST = StopReason.MAX_COST.value
 
 _GROUPS: tuple[tuple[str, dict[str, str]], ...] = (
     # Seed 000 (the migration-diary article), exactly as ledger.core.reasons has it.
@@ -177,17 +179,18 @@ _GROUPS: tuple[tuple[str, dict[str, str]], ...] = (
     ),
     # Claude Agent SDK result subtype: anthropics/claude-agent-sdk-python
     # src/claude_agent_sdk/types.py L1319-1356. "success" counts only when is_error is false:
-    # the importer checks that. Unmapped: error_during_execution, error_max_budget_usd,
-    # error_max_structured_output_retries.
+    # the importer checks that; error_max_budget_usd is its max_budget_usd option's stop.
+    # Unmapped: error_during_execution, error_max_structured_output_retries.
     (
         "Claude Agent SDK result subtype",
         {
             "success": _TC,
             "error_max_turns": _ROUNDS,
+            "error_max_budget_usd": _COST,
         },
     ),
     # Claude Agent SDK terminal_reason: TS sdk.d.ts TerminalReason; Python docstring.
-    # Unmapped: api_error, budget_exhausted, prompt_too_long, ... (see KNOWN_UNMAPPED).
+    # Unmapped: api_error, prompt_too_long, ... (see KNOWN_UNMAPPED).
     (
         "Claude Agent SDK terminal_reason",
         {
@@ -196,6 +199,7 @@ _GROUPS: tuple[tuple[str, dict[str, str]], ...] = (
             "aborted_streaming": _CANCEL,
             "aborted_tools": _CANCEL,
             "malformed_tool_use_exhausted": _TOOL_ERRORS,
+            "budget_exhausted": _COST,
         },
     ),
     # OpenAI Agents SDK: openai-agents-python src/agents/exceptions.py (MaxTurnsExceeded),
@@ -208,14 +212,20 @@ _GROUPS: tuple[tuple[str, dict[str, str]], ...] = (
         },
     ),
     # Codex CLI: openai/codex codex-rs/protocol/src/protocol.rs (TurnAbortReason; event_msg
-    # task_complete). Unmapped: budget_limited (no cost/time reason yet), review_ended.
+    # task_complete). budget_limited: the session's budget ran out. Unmapped: review_ended.
     (
         "Codex CLI turn_aborted reason",
         {
             "interrupted": _CANCEL,
             "replaced": _CANCEL,
+            "budget_limited": _COST,
         },
     ),
+    # Codex app-server error code for a session over its budget (named in issue 19).
+    ("Codex app-server error", {"sessionBudgetExceeded": _COST}),
+    # LiteLLM: litellm.max_budget (USD) raises BudgetExceededError (docs/my-website/docs/
+    # budget_manager.md); its proxy's max_budget answers with the same error type.
+    ("LiteLLM max_budget", {"BudgetExceededError": _COST}),
     ("Codex CLI event_msg type", {"task_complete": _TC}),
     # smolagents: src/smolagents/agents.py L606-638, RunResult.state.
     ("smolagents RunResult.state", {"max_steps_error": _ROUNDS}),
@@ -274,12 +284,9 @@ KNOWN_UNMAPPED: dict[str, str] = {
     "malformed_model_output": "Bedrock Converse stopReason: malformed output",
     "malformed_tool_use": "Bedrock Converse stopReason: malformed tool use",
     "error_during_execution": "Claude Agent SDK result subtype: runtime error",
-    "error_max_budget_usd": "Claude Agent SDK result subtype: cost cap (no max_cost reason yet)",
     "error_max_structured_output_retries": "Claude Agent SDK result subtype: retries exhausted",
     "api_error": "Claude Agent SDK terminal_reason: API error",
-    "budget_exhausted": "Claude Agent SDK terminal_reason: cost cap (no max_cost reason yet)",
     "prompt_too_long": "Claude Agent SDK terminal_reason: prompt too long",
-    "budget_limited": "Codex CLI turn_aborted reason: budget cap (no matching reason yet)",
     "review_ended": "Codex CLI turn_aborted reason: review ended",
 }
 

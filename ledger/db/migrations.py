@@ -247,6 +247,17 @@ def _m009_steps_by_session(db: sqlite_utils.Database) -> None:
     conn.execute("ALTER TABLE steps_by_session RENAME TO steps")
 
 
+def _m012_prices(db: sqlite_utils.Database) -> None:
+    """Money (issue 19): what each session spent in US dollars, and who priced it.
+
+    ``cost_usd`` is NULL where no round carried a cost (the log gave none and no price was
+    known: the ``cost`` meter is missing); ``price_source`` names every source that priced a
+    round, with its version (``genai-prices 0.2.3``, ``prices.toml#<digest>``, ``log`` for a
+    cost the log gave), comma-separated."""
+    db["sessions"].add_column("cost_usd", float)
+    db["sessions"].add_column("price_source", str)
+
+
 #: Ordered and append-only: never edit a migration that has shipped, add a new one.
 MIGRATIONS: Sequence[tuple[str, Migration]] = (
     ("001_initial", _m001_initial),
@@ -258,6 +269,7 @@ MIGRATIONS: Sequence[tuple[str, Migration]] = (
     ("007_parity_groups", _m007_parity_groups),
     ("008_parity_group_counts", _m008_parity_group_counts),
     ("009_steps_by_session", _m009_steps_by_session),
+    ("012_prices", _m012_prices),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -255,6 +255,26 @@ def _action(obj: dict[str, Any]) -> str:
     return action
 
 
+#: A round's money fields (see ledger.core.pricing): the model and the tokens that price it.
+MONEY_COUNTS = ("input_tokens", "cache_creation_tokens", "cache_read_tokens", "reasoning_tokens")
+
+
+def _money(obj: dict[str, Any]) -> dict[str, Any]:
+    """The model, token counts and cost of a native or trace round (absent: None)."""
+    cost = obj.get("cost")
+    if cost is not None:
+        if isinstance(cost, bool) or not isinstance(cost, (int, float)):
+            kind = _json_type(cost)
+            raise RecordError(f"field 'cost' must be a number of US dollars, got {kind}")
+        if not -1 < cost < MAX_COUNTER or not math.isfinite(cost) or cost < 0:
+            raise RecordError(f"field 'cost' must be 0 or more US dollars, in range ({cost})")
+        cost = float(cost)
+    found: dict[str, Any] = {"model": _text(obj, "model") or None, "cost": cost}
+    for key in MONEY_COUNTS:
+        found[key] = _count(obj, key) if obj.get(key) is not None else None
+    return found
+
+
 def _tool_calls(value: Any) -> int | None:
     """A list of tool calls (counted) or a count; None when the log does not say."""
     if isinstance(value, list):
@@ -338,6 +358,7 @@ def native_record(value: Any) -> Record:
             tool_calls=_tool_calls(obj.get("tool_calls")),
             output_tokens=_count(obj, "output_tokens") if "output_tokens" in obj else None,
             **common,
+            **_money(obj),
         )
     elif kind == "action":
         event = Event(_action(obj), **common)
@@ -370,6 +391,12 @@ class _NativeLine(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     vendor_stop: str | None = None
     tool_calls: list[Any] | _Count | None = None
     output_tokens: _Count | msgspec.UnsetType = msgspec.UNSET
+    model: str | None = None
+    input_tokens: _Count | None = None
+    cache_creation_tokens: _Count | None = None
+    cache_read_tokens: _Count | None = None
+    reasoning_tokens: _Count | None = None
+    cost: Annotated[float, msgspec.Meta(ge=0, lt=MAX_COUNTER)] | None = None
     action: str | None = None
     outcome: str | None = None
 
@@ -413,6 +440,13 @@ def _native_typed(line: _NativeLine) -> Record | None:
         ts,
         at,
     )
+    if kind == ROUND:
+        event.model = line.model or None
+        event.input_tokens = line.input_tokens
+        event.cache_creation_tokens = line.cache_creation_tokens
+        event.cache_read_tokens = line.cache_read_tokens
+        event.reasoning_tokens = line.reasoning_tokens
+        event.cost = None if line.cost is None else float(line.cost)
     return Record(event, line.session, line.task_class)
 
 
@@ -468,6 +502,7 @@ def _trace_round(value: Any) -> Record | RecordError:
                 tool_error=bool(obj.get("tool_error")),
                 vendor_stop=vendor or None,
                 tool=_first_tool_name(calls),
+                **_money(obj),
                 unmetered=_TRACE_DEFAULTED.difference(
                     meter for key, meter in _TRACE_METER_KEYS if obj.get(key) is not None
                 ),

@@ -9,16 +9,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ledger.config.prices import library_book
 from ledger.core.budget import Budget
 from ledger.core.fold import Fold
+from ledger.core.pricing import PriceBook
 from ledger.core.redact import redact
 from ledger.core.vendors import DEFAULT_VENDOR_MAP
 from ledger.ingest.files import DEFAULT_MAX_LINE, sha
 
 #: Bumped when the same file would give other rows: every source is then folded again.
 #: 2: agent-log importers, round continuations. 3: the retry-storm key and the stop detail
-#: are redacted (rows of 1 and 2 may hold secrets there).
-FOLD_VERSION = "3"
+#: are redacted (rows of 1 and 2 may hold secrets there). 4: money (the cost meter, max_cost).
+FOLD_VERSION = "4"
 DEFAULT_BATCH = 20_000
 DEFAULT_INTERVAL = 1.0  # seconds between two passes of --follow
 #: New files hold at least this much before workers are started for them: under about 2 MB,
@@ -37,6 +39,8 @@ class Options:
     batch: int = DEFAULT_BATCH
     jobs: int = 0  # worker processes folding new files (see ledger.ingest.parallel)
     parallel_min_bytes: int = PARALLEL_MIN_BYTES
+    #: Prices rounds that give a model and tokens but no cost (see ledger.core.pricing).
+    prices: PriceBook = field(default_factory=library_book)
 
     @property
     def fold_digest(self) -> str:
@@ -45,11 +49,12 @@ class Options:
             "fold": FOLD_VERSION,
             "budget": self.budget.to_dict(),
             "vendor_map": dict(sorted(self.vendor_map.items())),
+            "prices": self.prices.digest,
         }
         return sha(json.dumps(settings, sort_keys=True).encode())[:16]
 
     def make_fold(self) -> Fold:
-        return Fold(self.budget, self.vendor_map, redact)
+        return Fold(self.budget, self.vendor_map, redact, self.prices)
 
 
 @dataclass

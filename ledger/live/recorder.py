@@ -29,9 +29,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from ledger.config.prices import library_book
 from ledger.core.budget import Budget, Machine, State
 from ledger.core.events import Event
 from ledger.core.fold import families_for
+from ledger.core.pricing import PriceBook, price_event
 from ledger.core.reasons import StopReason
 from ledger.core.redact import redact
 from ledger.core.vendors import DEFAULT_VENDOR_MAP
@@ -41,7 +43,7 @@ from ledger.live.append import append_line
 from ledger.live.deadline import DEFAULT_GRACE, ToolRun, run_with_deadline
 
 #: Free-text fields, redacted before they are written.
-TEXT_FIELDS = ("task_class", "tool", "detail", "observation", "vendor_stop")
+TEXT_FIELDS = ("task_class", "tool", "detail", "observation", "vendor_stop", "model")
 
 Clock = Callable[[], float]
 Now = Callable[[], datetime]
@@ -148,6 +150,7 @@ class Recorder:
         task_class: str | None = None,
         budget: Budget | None = None,
         vendor_map: Mapping[str, str] | None = None,
+        prices: PriceBook | None = None,
         fsync: bool = False,
         clock: Clock = time.monotonic,
         started_at: float | None = None,
@@ -161,6 +164,8 @@ class Recorder:
         self.budget = budget or Budget()
         vendors = DEFAULT_VENDOR_MAP if vendor_map is None else vendor_map
         self.machine = Machine(self.budget, families_for(NATIVE), vendors)
+        #: Prices a round given by its model and tokens, as an ingest with the same prices does.
+        self.prices = library_book() if prices is None else prices
         self.state = State()
         self.fsync = fsync
         self.redactions = 0
@@ -202,6 +207,7 @@ class Recorder:
             )
             append_line(self.path, line, self.fsync)
             self.redactions += found
+            price_event(record.event, self.prices, self.state)
             self.machine.advance(self.state, record.event)
             return record.event
 
@@ -230,11 +236,19 @@ class Recorder:
         vendor_stop: str | None = None,
         tool: str | None = None,
         detail: str | None = None,
+        model: str | None = None,
+        input_tokens: int | None = None,
+        cache_creation_tokens: int | None = None,
+        cache_read_tokens: int | None = None,
+        reasoning_tokens: int | None = None,
+        cost: float | None = None,
     ) -> None:
         """Record one model round (seed 000); ``None`` means "not measured".
 
         ``tool_calls`` is a count, or the calls themselves: they are counted and their names
-        become ``tool`` (their arguments are not written).
+        become ``tool`` (their arguments are not written). For ``max_cost``, give the round's
+        ``cost`` in US dollars, or its ``model`` and tokens (``input_tokens`` and
+        ``output_tokens`` at least) to price it (see ``docs/cost.md``).
         """
         if tool_calls is not None and not isinstance(tool_calls, int):
             tool = tool or tool_names(tool_calls)
@@ -242,7 +256,9 @@ class Recorder:
         self.enforce(self.write(
             "round", tool=tool, detail=detail, tool_calls=tool_calls,
             output_tokens=output_tokens, observation=observation, tool_error=tool_error,
-            vendor_stop=vendor_stop,
+            vendor_stop=vendor_stop, model=model, input_tokens=input_tokens,
+            cache_creation_tokens=cache_creation_tokens, cache_read_tokens=cache_read_tokens,
+            reasoning_tokens=reasoning_tokens, cost=cost,
         ))
 
     def action(

@@ -28,6 +28,7 @@ REASON_COLOURS: dict[str, tuple[str, str]] = {
     "max_writes": ("#00838f", "#ffffff"),
     "max_seconds": ("#283593", "#ffffff"),
     "retry_near_ceiling": ("#5d4037", "#ffffff"),
+    "max_cost": ("#37474f", "#ffffff"),
 }
 
 #: Columns drawn as stop-reason badges (``reason`` only in the stop_reasons table).

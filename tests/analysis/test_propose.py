@@ -94,7 +94,7 @@ def test_the_proposal_takes_the_largest_need_and_explains_every_cap() -> None:
     values = {line.key: line.value for line in proposal.lines}
     assert values == {
         "max_rounds": 3, "max_tool_calls": 4, "max_output_tokens": 901,
-        "max_consecutive_tool_errors": None, "no_progress_rounds": None,
+        "max_consecutive_tool_errors": None, "no_progress_rounds": None, "max_cost": None,
         "max_steps": 2, "max_writes": None, "max_seconds": None,
     }
     notes = {line.key: line.note for line in proposal.lines}

@@ -427,3 +427,19 @@ def test_report_json_decodes_the_columns_and_lists_the_mismatches() -> None:
     assert c["stop_reasons"] == {"task_complete": 3, "max_rounds": 1}
     assert [m["session_id"] for m in c["parity_mismatches"]] == ["s4"]
     json.dumps(data)  # plain JSON all the way down
+
+
+@pytest.mark.parametrize(
+    ("meters", "missing"),
+    [(TRACE_METERS, ["max_cost"]), (TRACE_METERS + ",cost", [])],
+    ids=["no cost meter: a gap", "priced rounds: honoured"],
+)
+def test_a_money_cap_without_a_cost_meter_is_a_gap(meters: str, missing: list[str]) -> None:
+    """max_cost fails closed where the model has no price or the log has no usage."""
+    budget = Budget(max_cost=5.0).to_json()
+    entries = coverage("refactor", groups_of(session(meters=meters, budget=budget)))
+    money = [c for c in entries if c.rule.cap == "max_cost"]
+    assert [c.rule.cap for c in money if c.missing] == missing
+    row = money[0].row()
+    assert row["fail_closed_if_missing"] == "The model has no price or the log has no usage"
+    assert "--prices FILE" in row["instrument"]

@@ -75,6 +75,23 @@ def test_a_missing_path_is_one_line_and_exit_1(tmp_path: Path) -> None:
     assert not (tmp_path / "l.db").exists()
 
 
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [("[models\n", "not a valid TOML prices file"),
+     ('[models."acme"]\ninput = 1\n', "needs both 'input' and 'output'")],
+)
+def test_a_bad_prices_file_is_one_line_and_exit_1(tmp_path: Path, text: str, message: str) -> None:
+    ledger = tmp_path / "agent.jsonl"
+    ledger.write_text(GOOD)
+    prices = tmp_path / "prices.toml"
+    prices.write_text(text)
+    code, output = run(str(tmp_path / "l.db"), str(ledger), "--prices", str(prices))
+    assert code == 1
+    assert output.startswith(f"Error: {prices}: ") and message in output
+    assert len(output.splitlines()) == 1
+    assert not (tmp_path / "l.db").exists()
+
+
 @pytest.fixture
 def folder_with_bad_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A good ledger, one the kernel will not open, and a FIFO."""

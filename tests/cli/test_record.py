@@ -145,3 +145,25 @@ def test_a_real_shell_loop_gates_on_the_exit_code(tmp_path: Path) -> None:
     )
     assert result.stdout == "stopped at step 4: max_steps\n"
     assert "budget exceeded: steps 4 > 3" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "money",
+    [["--cost", "0.5"],
+     ["--model", "claude-opus-4-6", "--input-tokens", "0", "--output-tokens", "20000"]],
+    ids=["cost", "tokens+model"],
+)
+def test_record_stops_at_max_cost(ledger: Path, money: list[str]) -> None:
+    """$0.50 a round (20,000 output tokens of claude-opus-4-6 at $25 per million)."""
+    args = ["--type", "round", *money, "-b", "max_cost=1", "-b", "max_output_tokens=off"]
+    assert record(ledger, *args).exit_code == 0
+    stopped = record(ledger, *args)
+    assert stopped.exit_code == EXIT_BUDGET
+    assert stopped.stdout == "max_cost\n"
+    assert "cost $1.0000 >= $1" in stopped.stderr
+
+
+def test_record_refuses_money_on_an_action(ledger: Path) -> None:
+    result = record(ledger, "--action", "read", "--cost", "0.1")
+    assert result.exit_code == 2
+    assert "--cost does not go with --type action" in result.stderr

@@ -33,6 +33,28 @@ def test_paid_path_prints_each_class_with_its_reasons(sample_db: Path) -> None:
     assert "select task_class from task_classes where verdict = 'stay_on_paid_path'" in out
 
 
+
+@pytest.mark.parametrize(
+    ("extra", "ready"),
+    [({}, False), ({"cost": 0.01}, True)],
+    ids=["unpriced rounds: stay", "priced rounds: ready"],
+)
+def test_paid_path_holds_a_money_cap_to_its_cost_meter(
+    samples: Path, db_path: Path, extra: dict, ready: bool
+) -> None:
+    """The refactor traces, ready under max_rounds=13, with max_cost on: ready only where every
+    round carries a cost (seed 000 step 4: a cap whose meter is absent cannot be honoured)."""
+    traces = [*(samples / "refactor").glob("*.json"), samples / "seed-trace.json"]
+    for path in traces:
+        doc = json.loads(path.read_text())
+        doc["rounds"] = [{**r, **extra} for r in doc["rounds"]]
+        path.write_text(json.dumps(doc))
+    ingest(db_path, traces, Options(budget=Budget(max_rounds=13, max_cost=1000.0)))
+    result = run("paid-path", db_path)
+    assert result.output.startswith(f"1 task class: {int(ready)} ready")
+    assert ("max_cost is in force but its meter, cost, is missing" in result.output) != ready
+
+
 @pytest.mark.parametrize(
     ("args", "code"),
     [

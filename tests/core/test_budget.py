@@ -233,7 +233,7 @@ def test_stop_detail_says_which_numbers() -> None:
 def test_defaults_are_the_seeds() -> None:
     assert Budget().to_dict() == {
         "max_rounds": 12, "max_tool_calls": 24, "max_output_tokens": 32_000,
-        "max_consecutive_tool_errors": 3, "no_progress_rounds": 2,
+        "max_consecutive_tool_errors": 3, "no_progress_rounds": 2, "max_cost": None,
         "max_steps": 8, "max_writes": 2, "max_seconds": 45.0,
     }
 

@@ -31,6 +31,7 @@ CANCEL = StopReason.USER_CANCEL
 TOOL_ERRORS = StopReason.TOOL_ERROR_BUDGET
 NO_PROGRESS = StopReason.NO_PROGRESS
 UNKNOWN = StopReason.UNKNOWN_VENDOR
+COST = StopReason.MAX_COST
 
 # The whole default map, written out independently of the module, so that adding, removing or
 # changing an entry needs a matching change here (and a review of its source).
@@ -67,12 +68,18 @@ EXPECTED: dict[str, StopReason | str] = {
     "aborted_streaming": CANCEL,
     "aborted_tools": CANCEL,
     "malformed_tool_use_exhausted": TOOL_ERRORS,
+    "error_max_budget_usd": COST,
+    "budget_exhausted": COST,
     # OpenAI Agents SDK
     "MaxTurnsExceeded": ROUNDS,
     # Codex CLI
     "interrupted": CANCEL,
     "replaced": CANCEL,
     "task_complete": TC,
+    "budget_limited": COST,
+    "sessionBudgetExceeded": COST,
+    # LiteLLM max_budget
+    "BudgetExceededError": COST,
     # smolagents, LangGraph, AutoGen
     "max_steps_error": ROUNDS,
     "GRAPH_RECURSION_LIMIT": ROUNDS,
@@ -97,11 +104,8 @@ MUST_BE_UNKNOWN = [
     "malformed_model_output",
     "malformed_tool_use",
     "error_during_execution",  # Claude Agent SDK
-    "error_max_budget_usd",
     "api_error",
-    "budget_exhausted",
-    "budget_limited",  # Codex
-    "review_ended",
+    "review_ended",  # Codex
     "policy_hidden_v3",  # the seed's own example
 ]
 

@@ -177,7 +177,7 @@ def test_a_rollout_without_a_turn_end_is_flagged_on_the_paid_path(fold) -> None:
     ("reason", "recorded", "stop"),
     [("interrupted", "user_cancel", "task_complete"),
      ("replaced", "user_cancel", "task_complete"),
-     ("budget_limited", "unknown_vendor", "unknown_vendor")],
+     ("budget_limited", "max_cost", "task_complete")],
 )
 def test_an_aborted_turn_records_its_reason(fold, reason: str, recorded: str, stop: str) -> None:
     db = fold([meta(), event("task_started", turn_id="t1"), item("reasoning"), tokens(3),

@@ -105,7 +105,7 @@ def test_a_generation_at_level_error_is_a_failed_call(fold, export) -> None:
     [({"langsmith.metadata.is_error": "false"}, "task_complete", None),
      ({"is_error": True, "terminal_reason": "max_turns"}, "max_rounds", "max_turns"),
      ({"langsmith.metadata.is_error": "true", "langsmith.metadata.subtype": "error_max_budget_usd"},
-      "unknown_vendor", "error_max_budget_usd"),
+      "max_cost", "error_max_budget_usd"),
      ({"langsmith.metadata.is_error": "true"}, "unknown_vendor", "is_error"),
      ({}, None, None)],
 )

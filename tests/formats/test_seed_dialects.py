@@ -231,6 +231,19 @@ def test_native_round() -> None:
     assert event.at == parse_ts("2026-11-29T22:00:00+00:00")
 
 
+def test_native_and_trace_rounds_carry_money() -> None:
+    money = {"model": "gpt-5", "input_tokens": 10, "cache_creation_tokens": 0,
+             "cache_read_tokens": 90, "reasoning_tokens": 4, "output_tokens": 8, "cost": 0.5}
+    native = native_record({"session": "s", "type": "round", **money}).event
+    (_, trace), = trace_rounds({"rounds": [money]})[1]
+    for event in (native, trace.event):
+        assert (event.model, event.input_tokens, event.cache_creation_tokens,
+                event.cache_read_tokens, event.reasoning_tokens, event.cost) == (
+            "gpt-5", 10, 0, 90, 4, 0.5)
+    action = native_record({"session": "s", "type": "action", "action": "read", **money})
+    assert (action.event.model, action.event.cost) == (None, None)  # rounds only
+
+
 def test_native_tool_calls_may_be_a_count() -> None:
     assert native_record({"session": "s", "type": "round", "tool_calls": 4}).event.tool_calls == 4
 
@@ -257,6 +270,10 @@ def test_native_end_outcome_must_be_a_stop_reason() -> None:
         ({"session": "s", "type": "round", "tool_error": "yes"}, "must be true or false"),
         ({"session": "s", "type": "round", "ts": "yesterday"}, "not an ISO-8601 timestamp"),
         ({"session": "s", "type": "round", "observation": ["x"]}, "must be a string"),
+        ({"session": "s", "type": "round", "cost": "0.5"}, "'cost' must be a number of US"),
+        ({"session": "s", "type": "round", "cost": -0.5}, "'cost' must be 0 or more"),
+        ({"session": "s", "type": "round", "model": 5}, "'model' must be a string"),
+        ({"session": "s", "type": "round", "cache_read_tokens": -1}, "must not be negative"),
     ],
 )
 def test_native_record_refuses(line, reason) -> None:
@@ -440,6 +457,13 @@ _NATIVE_FIELDS = {
     "action": _texts(["think", "read", "write", "retry"], ["delete"]),
     "outcome": _texts(["task_complete", "user_cancel", None], ["done"]),
     "v": _texts([1, 2]),
+    # Money (issue 19): the model and tokens that price a round, or its cost.
+    "model": _texts(["claude-opus-4-6", "gpt-5", ""]),
+    "input_tokens": _COUNT,
+    "cache_creation_tokens": _COUNT,
+    "cache_read_tokens": _COUNT,
+    "reasoning_tokens": _COUNT,
+    "cost": _texts([0, 0.0, 0.25, 3, 1e15], [-0.01, 2**53, 1e300]),
 }
 _GATE_FIELDS = {
     "step": _texts([1, 2, 17], [0, -2]),
