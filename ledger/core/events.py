@@ -48,6 +48,9 @@ class Event(msgspec.Struct, gc=False):
     #: a missing observation as "" and a missing tool_error as false).
     unmetered: frozenset[str] = frozenset()
     same_round: bool = False  # continues the current round (see the module docstring)
+    #: A tool call the action map does not name: counted as a write (fail closed), and listed
+    #: as a gap in the write meter (an ``unclassified_tool`` incident).
+    unclassified: bool = False
 
     @property
     def has_observation(self) -> bool:

@@ -14,6 +14,7 @@ from typing import Any
 
 import msgspec
 
+from ledger.core.actions import ActionMap
 from ledger.core.budget import GATE, LOOP, Budget, Machine, State
 from ledger.core.events import METERS, Event, meters_of
 from ledger.core.reasons import CONTINUE, StopReason
@@ -31,6 +32,7 @@ INCIDENT_LENGTH = 2  # a run of retries or of one observation is an incident fro
 RETRY_STORM = "retry_storm"
 NO_PROGRESS = "no_progress"
 UNKNOWN_VENDOR = "unknown_vendor"
+UNCLASSIFIED_TOOL = "unclassified_tool"
 _UNKNOWN_VENDOR_STOP = StopReason.UNKNOWN_VENDOR.value  # (an enum's .value is a slow lookup)
 
 Redactor = Callable[[str], tuple[str, int]]
@@ -162,17 +164,20 @@ _RUN_FIELDS = Run.__struct_fields__
 
 
 class Fold:
-    """Folds events into sessions under one budget and one vendor map."""
+    """Folds events into sessions under one budget, one vendor map and one action map (the
+    importers class tool calls with ``actions``; an empty map leaves every tool unclassified)."""
 
     def __init__(
         self,
         budget: Budget,
         vendor_map: Mapping[str, str],
         redact: Redactor,
+        actions: ActionMap | None = None,
     ) -> None:
         self.budget = budget
         self.vendor_map = vendor_map
         self.redact = redact
+        self.actions = actions or ActionMap()
         self._redacted: dict[str, tuple[str, int]] = {}
         #: The remembered texts in which redaction found nothing, each to the one copy of it
         #: the fold gives out: :meth:`step` looks them up instead of calling :meth:`clean` (a
@@ -272,6 +277,11 @@ class Fold:
             incidents.append(_incident(session, UNKNOWN_VENDOR, Run(
                 vendor or "", idx, idx, 1, detail, ts, ts,
                 event.output_tokens or 0, event.tool_calls or 0,
+            )))
+        if event.unclassified:
+            incidents.append(_incident(session, UNCLASSIFIED_TOOL, Run(
+                tool or "", idx, idx, 1, detail, ts, ts,
+                blocked=reason is not None,
             )))
         tool_error = event.tool_error
         stop_at = state.stop_at
