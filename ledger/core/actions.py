@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, NamedTuple
 
+from ledger.core.vendors import quote
+
 THINK, READ, WRITE, RETRY = "think", "read", "write", "retry"
 SHELL = "shell"
 STDIN = "stdin"
@@ -137,6 +139,12 @@ class ActionMap:
             if _matches(key, words, value):
                 return key, value
         return None
+
+
+def action_map_entry(tool: str, action: str = WRITE) -> str:
+    """A ready-to-paste line for the ``[tools]`` table of an action map file, e.g.
+    ``"mcp__foo__bar" = "write"`` (the fail-closed class, until someone picks the real one)."""
+    return f"{quote(tool)} = {quote(action)}"
 
 
 def command_key(text: str) -> CommandKey:

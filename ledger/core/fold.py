@@ -33,6 +33,7 @@ RETRY_STORM = "retry_storm"
 NO_PROGRESS = "no_progress"
 UNKNOWN_VENDOR = "unknown_vendor"
 UNCLASSIFIED_TOOL = "unclassified_tool"
+WRITE_METER = "write_classification"
 _UNKNOWN_VENDOR_STOP = StopReason.UNKNOWN_VENDOR.value  # (an enum's .value is a slow lookup)
 
 Redactor = Callable[[str], tuple[str, int]]
@@ -96,6 +97,9 @@ class Session:
     repeat: Run | None = None
     meters: list[str] = field(default_factory=list)
     parent_session_id: str | None = None  # a sub-agent's session links to its parent's
+    #: Tool calls the action map did not name: while there are any, the session's write
+    #: classification is incomplete, so it does not carry that meter.
+    unclassified: int = 0
 
     def row(self) -> dict[str, Any]:
         """The ``sessions`` row as it stands now."""
@@ -235,8 +239,14 @@ class Fold:
             if session.t0 is None:
                 session.t0 = event.at
             event.elapsed_s = round(event.at - session.t0, 3)
+        if event.unclassified:
+            session.unclassified += 1
+            if WRITE_METER in session.meters:
+                session.meters = [m for m in session.meters if m != WRITE_METER]
         if len(session.meters) < len(METERS):  # once a session has every meter, it keeps them
             carried = meters_of(event)
+            if session.unclassified:
+                carried.discard(WRITE_METER)
             if not carried.issubset(session.meters):
                 session.meters = sorted(carried.union(session.meters), key=METERS.index)
         machine = self._machine_of.get(session.dialect)

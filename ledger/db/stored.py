@@ -37,7 +37,7 @@ STEP_COLUMNS = (
 assert list(Event.__struct_fields__) == [
     "action", "tool_calls", "output_tokens", "observation", "tool_error", "vendor_stop",
     "outcome", "tool", "detail", "elapsed_s", "ts", "at", "observation_hash", "unmetered",
-    "same_round",
+    "same_round", "unclassified",
 ]
 NOT_UNMETERED: frozenset[str] = frozenset()
 SESSION_COLUMNS = (
