@@ -159,6 +159,8 @@ def test_an_unclassified_tool_is_a_write_a_gap_and_a_reason(ingest_logs) -> None
     text = next(r for r in json.loads(cls["reasons"]) if r.startswith("unclassified tools"))
     assert "'mcp__foo__bar' x1 in 1 session" in text
     assert '"mcp__foo__bar" = "write"' in text  # the line to paste
+    (stored,) = rows(db, "select reason_kinds, reasons from task_classes")  # as ingest wrote it
+    assert (stored["reason_kinds"], stored["reasons"]) == (cls["reason_kinds"], cls["reasons"])
 
 
 def test_tool_input_is_never_stored(ingest_logs) -> None:
