@@ -24,6 +24,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ledger.config.toml_file import read_toml, replace_flag
 from ledger.core.actions import (
     COMMAND_VALUES,
     TOOL_VALUES,
@@ -33,7 +34,6 @@ from ledger.core.actions import (
 )
 
 UNCLASSIFIED = "unclassified"
-_TOP_LEVEL_KEYS = ("replace", "tools", "commands")
 _GLOB = frozenset("*?[")
 
 
@@ -53,27 +53,13 @@ def load_action_map(path: str | Path, base: ActionMap | None = None) -> ActionMa
     file and key for bad TOML, unknown tables, keys or values; an unreadable file raises the
     usual OSError."""
     path = Path(path)
-    with path.open("rb") as handle:
-        try:
-            data = tomllib.load(handle)
-        except tomllib.TOMLDecodeError as exc:
-            raise ActionMapError(f"{path}: invalid TOML: {exc}") from exc
-        except UnicodeDecodeError as exc:
-            raise ActionMapError(f"{path}: invalid TOML: not UTF-8 ({exc})") from exc
+    data = read_toml(path, ActionMapError)
     return parse_action_map(data, str(path), default_action_map() if base is None else base)
 
 
 def parse_action_map(data: dict[str, Any], where: str, base: ActionMap | None = None) -> ActionMap:
     """A map from parsed TOML, its entries over ``base``'s (none with ``replace = true``)."""
-    unknown = [key for key in data if key not in _TOP_LEVEL_KEYS]
-    if unknown:
-        raise ActionMapError(
-            f"{where}: unknown top-level key or table {unknown[0]!r}; expected only "
-            "'replace', [tools] and [commands]"
-        )
-    replace = data.get("replace", False)
-    if not isinstance(replace, bool):
-        raise ActionMapError(f"{where}: 'replace' must be true or false, not {replace!r}")
+    replace = replace_flag(data, where, ("tools", "commands"), ActionMapError)
     if replace or base is None:
         base = ActionMap()
     tools = _table(data, "tools", where)

@@ -244,7 +244,7 @@ def test_replace_starts_from_an_empty_map(tmp_path: Path) -> None:
     ("text", "message"),
     [
         ("[tools\n", "invalid TOML"),
-        ("[other]\n", "unknown top-level key or table 'other'"),
+        ("[other]\n", 'unknown top-level key or table "other"'),
         ("replace = 1\n", "'replace' must be true or false"),
         ("tools = 3\n", "'tools' must be a table"),
         ('[tools]\nRead = "retry"\n', "[tools] 'Read' = 'retry': expected one of think, read"),
