@@ -214,7 +214,7 @@ async def overview_data(ctx: Context) -> dict[str, Any]:
     # Independent reads: Datasette runs them on its pool of read connections at once.
     (
         by_class, by_day, budget, verdicts, computed, storms, stuck, vendors,
-        storm_count, stuck_count, vendor_count,
+        storm_count, stuck_count, vendor_count, tool_count,
     ) = await asyncio.gather(
         queries.by_class_and_reason(db, src, filters),
         queries.by_day_and_reason(db, src, filters),
@@ -227,6 +227,7 @@ async def overview_data(ctx: Context) -> dict[str, Any]:
         queries.count_incidents(db, "retry_storm", filters, limit),
         queries.count_incidents(db, "no_progress", filters, 2),
         queries.count_unknown_keys(db, queries.UNKNOWN_VENDOR, filters),
+        queries.count_unknown_keys(db, queries.UNCLASSIFIED_TOOL, filters),
     )
     classes, totals = class_rows(by_class)
     return {
@@ -248,6 +249,7 @@ async def overview_data(ctx: Context) -> dict[str, Any]:
         "unknown_vendors": {
             "count": vendor_count, "top": [vendor_row(ctx, r) for r in vendors.rows],
         },
+        "unclassified_tools": {"count": tool_count},
         "_charts": {
             "by_class": charts.stop_reasons_by_class(
                 by_class,

@@ -368,6 +368,8 @@ async def test_unclassified_tools_are_listed_with_an_action_map_line(tmp_path: P
     assert [(r["tool"], r["occurrences"], r["task_classes"]) for r in found["rows"]] == [
         ("mcp__tracker__create_ticket", 2, ["agents"]), (hostile, 1, ["agents"])]
     assert found["count"] == 2
+    overview = await get_json(ds, "/ledger/-/overview.json")
+    assert overview["unclassified_tools"] == {"count": 2}
     for r in found["rows"]:
         assert tomllib.loads(r["action_map_entry"]) == {r["tool"]: "write"}
         assert r["incidents_url"].startswith("/ledger/incidents?")
