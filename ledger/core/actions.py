@@ -69,6 +69,13 @@ HEADERS = frozenset({"for", "select", "case"})
 SEPARATORS = frozenset({"|", "||", "&&", ";", "&", ";;", "|&", "(", ")", "\n", ";&", ";;&"})
 INPUT_REDIRECTS = frozenset({"<", "<<<", "<&"})
 HERE_DOCUMENTS = frozenset({"<<", "<<-"})
+#: Every operator the lexer may run together without spaces (``&&(``, ``;\n``), longest first.
+OPERATORS = tuple(sorted(
+    SEPARATORS | INPUT_REDIRECTS | HERE_DOCUMENTS
+    | {">", ">>", ">&", "&>", "&>>", ">|", "<>"},
+    key=len, reverse=True,
+))
+_PUNCTUATION = "();<>|&\n"
 #: Redirect targets that store nothing.
 HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
 #: Arguments that make any program only print about itself.
@@ -256,6 +263,7 @@ def _unwrapped(words: list[str]) -> list[str]:
 
 
 def _after_options(program: str, words: list[str]) -> list[str]:
+    """The words after a program's own leading options (and assignments, for ``env``)."""
     takes = OPTION_ARGS.get(program, frozenset())
     i = 0
     while i < len(words) and (words[i].startswith("-") or _is_assignment(words[i])):
@@ -272,19 +280,12 @@ def _matches(key: CommandKey, words: list[str], value: str) -> bool:
     """Whether ``key`` (program, subcommands, flags) matches a simple command's words: its
     subcommands are the command's first arguments (after the program's own options), its
     flags appear anywhere. A write flag also matches inside a bundle (``-ni`` has ``-i``)."""
-    rest = _after_global_options(_base(words[0]), words[1:])
+    rest = _after_options(_base(words[0]), words[1:])  # after git -C repo, pip -q, ...
     subcommands = [w for w in key[1:] if not w.startswith("-")]
     if rest[: len(subcommands)] != subcommands:
         return False
     flags = [w for w in key[1:] if w.startswith("-")]
     return all(any(_flag_matches(f, w, value == WRITE) for w in words[1:]) for f in flags)
-
-
-def _after_global_options(program: str, words: list[str]) -> list[str]:
-    takes = OPTION_ARGS.get(program)
-    if takes is None:
-        return words
-    return _after_options(program, words)
 
 
 def _flag_matches(flag: str, word: str, loose: bool) -> bool:
@@ -302,12 +303,12 @@ def _base(word: str) -> str:
 def _simple_commands(text: str) -> list[list[str]] | None:
     """The simple commands of a shell text, each as its words; a redirect that stores output
     in a file becomes the word ``>``. None when the text cannot be vouched for."""
-    lexer = shlex.shlex(text, posix=True, punctuation_chars="();<>|&\n")
+    lexer = shlex.shlex(text, posix=True, punctuation_chars=_PUNCTUATION)
     lexer.whitespace = " \t\r"
     lexer.whitespace_split = True
     lexer.commenters = ""
     try:
-        tokens = list(lexer)
+        tokens = [t for token in lexer for t in _operators(token)]
     except ValueError:  # no closing quotation
         return None
     parts: list[list[str]] = [[]]
@@ -337,6 +338,19 @@ def _simple_commands(text: str) -> list[list[str]] | None:
             parts[-1].append(token)
         i += 1
     return [p for p in parts if p and not p[0].startswith("#")]
+
+
+def _operators(token: str) -> list[str]:
+    """A run of operator characters (the lexer gives ``&&(`` as one token) as its operators;
+    any other token as it is."""
+    if not token or not set(token) <= set(_PUNCTUATION):
+        return [token]
+    found = []
+    while token:
+        operator = next(op for op in OPERATORS if token.startswith(op))
+        found.append(operator)
+        token = token[len(operator):]
+    return found
 
 
 def _substitutions(text: str) -> tuple[str, list[str]]:

@@ -106,6 +106,8 @@ def test_a_tool_the_map_does_not_name_fails_closed(tool: str | None) -> None:
         ("git branch -a", READ, "git branch -a"),
         ("node --version", READ, "node"),
         ("ls # then clean up", READ, "ls"),
+        ("while read line; do echo $line; done < list.txt", READ, "read"),
+        ("pip -q list", READ, "pip list"),
         # dry test runs: nothing under test runs
         ("pytest --collect-only -q", READ, "pytest --collect-only"),
         ("python -m pytest --co", WRITE, "python"),  # python runs code: the map names pytest
@@ -137,6 +139,10 @@ def test_a_tool_the_map_does_not_name_fails_closed(tool: str | None) -> None:
         ("cat a | tee b", WRITE, "tee"),
         ("sudo ls /root", WRITE, "sudo"),
         ("ls; rm -rf /tmp/x", WRITE, "rm"),
+        ("cd x&&(rm -rf y)", WRITE, "rm"),  # operators run together without spaces
+        ("ls;\nrm x", WRITE, "rm"),
+        ("ls|&rm x", WRITE, "rm"),
+        ("find . -fprint0 list", WRITE, "find -fprint0"),
         ("ls\nrm -rf /tmp/x", WRITE, "rm"),
         ("ls # note\nrm x", WRITE, "rm"),
         ("echo $(rm -rf x)", WRITE, "rm"),
@@ -183,6 +189,15 @@ def test_a_chain_is_a_read_only_if_every_part_is(parts: list[str], joiner: str) 
     each = {classify_command(p, DEFAULT).action for p in parts}
     whole = classify_command(joiner.join(parts), DEFAULT).action
     assert whole == (WRITE if WRITE in each else READ)
+
+
+@given(st.lists(st.sampled_from(["ls", "cat f", "git status", "rm f", "(touch f)", "echo a>f",
+                                 "pytest"]), min_size=2, max_size=5),
+       st.lists(st.sampled_from(["|", "&&", "||", ";", "\n", "&"]), min_size=4, max_size=4))
+def test_spaces_around_operators_change_nothing(parts: list[str], joiners: list[str]) -> None:
+    tight = parts[0] + "".join(j + p for j, p in zip(joiners, parts[1:], strict=False))
+    spaced = parts[0] + "".join(f" {j} {p}" for j, p in zip(joiners, parts[1:], strict=False))
+    assert classify_command(tight, DEFAULT) == classify_command(spaced, DEFAULT)
 
 
 # --- the map file ----------------------------------------------------------------------------
