@@ -12,8 +12,9 @@ the source it comes from. A user's file has the same shape::
     "mise run lint" = "read"
     "bd show" = "read"
 
-``[tools]`` values are think, read, write, shell or stdin, or "unclassified" to take a default
-entry back out; ``[commands]`` values are read or write. See :mod:`ledger.core.actions`.
+``[tools]`` values are think, read, write, shell, stdin or agent (``"Task:Explore" = "read"``
+classes a sub-agent type), or "unclassified" to take a default entry back out; ``[commands]``
+values are read or write. See :mod:`ledger.core.actions`.
 """
 
 from __future__ import annotations

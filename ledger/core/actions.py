@@ -8,8 +8,10 @@ budget, and the verdicts list it as a meter gap until the map names it.
 The map (:class:`ActionMap`, read from TOML by :mod:`ledger.config.action_map`) has two parts:
 
 * ``tools``: a tool name (or a glob such as ``mcp__*__read_file``) to ``think``, ``read``,
-  ``write``, ``shell`` (classed by its command, below) or ``stdin`` (input typed into a running
-  command: a read when it sends nothing, a poll for output; else a write);
+  ``write``, ``shell`` (classed by its command, below), ``stdin`` (input typed into a running
+  command: a read when it sends nothing, a poll for output; else a write) or ``agent`` (a
+  sub-agent, classed by its type: the entry ``"Task:Explore"``; a type no entry names is a
+  write);
 * ``commands``: the words a shell command starts with (``"git status"``), optionally with
   flags (``"sed -i"``, ``"pytest --collect-only"``), to ``read`` or ``write``.
 
@@ -38,8 +40,11 @@ from ledger.core.vendors import quote
 THINK, READ, WRITE, RETRY = "think", "read", "write", "retry"
 SHELL = "shell"
 STDIN = "stdin"
+AGENT = "agent"
 #: What a ``[tools]`` entry may say.
-TOOL_VALUES = (THINK, READ, WRITE, SHELL, STDIN)
+TOOL_VALUES = (THINK, READ, WRITE, SHELL, STDIN, AGENT)
+#: What the entry of a sub-agent type (``"Task:Explore"``) may say.
+PLAIN_VALUES = (THINK, READ, WRITE)
 #: What a ``[commands]`` entry may say.
 COMMAND_VALUES = (READ, WRITE)
 
@@ -48,6 +53,8 @@ COMMAND_VALUES = (READ, WRITE)
 COMMAND_KEYS = ("command", "cmd")
 #: Keys of a ``stdin`` tool's input that hold the text it sends (Codex ``write_stdin``).
 STDIN_KEYS = ("chars", "input", "text")
+#: Keys of an ``agent`` tool's input that name the sub-agent's type (Claude Code ``Task``).
+AGENT_KEYS = ("subagent_type", "agent_type")
 #: ``bash -c SCRIPT`` and the like: the script is classed, not the shell.
 SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
 #: Commands that run the command after their own options: that command is classed.
@@ -173,6 +180,13 @@ def classify(name: str | None, tool_input: Any, actions: ActionMap) -> Classifie
     if value == STDIN:
         sent = _field(tool_input, STDIN_KEYS)
         return Classified(READ if sent in ("", None) else WRITE, True)
+    if value == AGENT:
+        kind = _field(tool_input, AGENT_KEYS)
+        if not isinstance(kind, str):
+            return Classified(WRITE, True)
+        found = actions.tool_value(f"{name}:{kind}")
+        detail = kind if _SAFE_WORD.match(kind) else None
+        return Classified(found if found in PLAIN_VALUES else WRITE, True, detail)
     return Classified(value, True)
 
 

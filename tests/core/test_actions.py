@@ -47,7 +47,11 @@ DEFAULT = default_action_map()
         ("Write", {"file_path": "a.py"}, WRITE),
         ("NotebookEdit", {"notebook_path": "a.ipynb"}, WRITE),
         ("KillBash", {"shell_id": "1"}, WRITE),
-        ("Task", {"prompt": "look around"}, WRITE),
+        ("Task", {"prompt": "look around"}, WRITE),  # no sub-agent type: fail closed
+        ("Task", {"subagent_type": "general-purpose", "prompt": "fix it"}, WRITE),
+        ("Task", {"subagent_type": "Explore", "prompt": "look around"}, READ),
+        ("Agent", {"subagent_type": "Plan"}, READ),
+        ("Task", {"subagent_type": "solution-architect"}, WRITE),  # a type no entry names
         ("TodoWrite", {"todos": []}, THINK),
         ("TaskCreate", {}, THINK),
         ("ExitPlanMode", {"plan": "..."}, THINK),
@@ -227,7 +231,8 @@ def test_a_user_map_extends_the_default(tmp_path: Path) -> None:
 [tools]
 "mcp__weather__get_weather" = "read"
 "mcp__*__get_*" = "read"
-Task = "unclassified"
+SlashCommand = "unclassified"
+"Task:code-reviewer" = "read"
 Grep = "write"
 [commands]
 "mise run lint" = "read"
@@ -235,7 +240,9 @@ Grep = "write"
 """))
     assert classify("mcp__weather__get_weather", {}, mine)[:2] == (READ, True)
     assert classify("mcp__jira__get_ticket", {}, mine)[:2] == (READ, True)
-    assert classify("Task", {}, mine)[:2] == (WRITE, False)
+    assert classify("SlashCommand", {}, mine)[:2] == (WRITE, False)
+    assert classify("Task", {"subagent_type": "code-reviewer"}, mine) == (READ, True,
+                                                                          "code-reviewer")
     assert classify("Grep", {}, mine)[:2] == (WRITE, True)
     assert classify("Read", {}, mine)[:2] == (READ, True)  # the default still applies
     assert classify_command("mise run lint", mine).action == READ
