@@ -81,6 +81,17 @@ def test_only_the_unnamed_tool_is_unclassified(real_db: Path) -> None:
         "097f1d8982fa909b8cffb14a166ec272"]
 
 
+def test_the_write_rules_are_gaps_only_where_a_tool_is_unclassified(real_db: Path) -> None:
+    with sqlite3.connect(real_db) as conn:
+        verdicts = compute_from(conn)
+    gaps = {(r["task_class"], r["rule"]) for r in verdicts.coverage
+            if r["sessions_missing"] and r["meter"] == "write_classification"}
+    assert gaps == {("claude.conversation", "max_writes"),
+                    ("claude.conversation", "retry_near_ceiling")}
+    kinds = {c["task_class"]: c["reason_kinds"].split(",") for c in verdicts.classes}
+    assert [c for c, k in kinds.items() if UNCLASSIFIED_TOOL in k] == ["claude.conversation"]
+
+
 def test_max_writes_stops_the_third_write_of_sample_03(tmp_path: Path) -> None:
     db = run(tmp_path, [TAIL], budget=Budget(**WRITES_ONLY, max_writes=2))
     s = session(db, TAIL_ID)
