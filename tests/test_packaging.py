@@ -29,6 +29,7 @@ def test_every_data_folder_is_a_listed_package_with_its_files() -> None:
     config = setuptools_config()
     for package, folder in (
         ("ledger.schema", ROOT / "ledger" / "schema"),
+        ("ledger.config", ROOT / "ledger" / "config"),  # action_classes.toml, the default map
         ("ledger_dashboard.templates", ROOT / "plugins" / "ledger_dashboard" / "templates"),
         ("ledger_dashboard.static", ROOT / "plugins" / "ledger_dashboard" / "static"),
     ):

@@ -28,6 +28,7 @@ from functools import lru_cache
 from operator import itemgetter
 from typing import Any
 
+from ledger.core.actions import action_map_entry
 from ledger.core.budget import GATE, LOOP
 from ledger.core.events import METERS
 from ledger.core.fold import families_for
@@ -47,6 +48,7 @@ STEPS = "steps"
 
 # Reason kinds, in the order a class's reasons are listed.
 UNKNOWN_VENDOR = "unknown_vendor"
+UNCLASSIFIED_TOOL = "unclassified_tool"
 MISSING_METER = "missing_meter"
 REPLAY_MISMATCH = "replay_mismatch"
 NO_TERMINAL_SIGNAL = "no_terminal_signal"
@@ -130,7 +132,8 @@ INSTRUMENT: dict[str, str] = {
     "observations": "Log each tool result's 'observation' text, not only the model's text.",
     "elapsed_time": "Log 'ts' or 'elapsed_s' on every event, from a monotonic clock.",
     "write_classification": "Classify every tool action as think, read, write or retry (native "
-    "'action' events), and register no unclassified tool.",
+    "'action' events), and register no unclassified tool; for real agent logs, name every "
+    "tool in an --action-map file.",
     "cost": "Log 'cost' (US dollars) on every round, or its 'model' with 'input_tokens' and "
     "'output_tokens' from a usage field you trust, for a model with a price (the pinned "
     "price data, or --prices FILE for a private one).",
@@ -425,19 +428,21 @@ class Verdicts:
 
 
 def compute(
-    sessions: Sequence[Row], unknown_vendor: Iterable[Row], settings: Settings | None = None
+    sessions: Sequence[Row], unknown_vendor: Iterable[Row], settings: Settings | None = None,
+    unclassified: Iterable[Row] = (),
 ) -> Verdicts:
     """Parity, coverage and a verdict per task class.
 
     ``sessions``: rows as :func:`parity` takes them. ``unknown_vendor``: one row per unmapped
     vendor stop string seen (``incidents`` of kind ``unknown_vendor``: ``task_class``,
-    ``session_id`` and the raw string as ``key``).
+    ``session_id`` and the raw string as ``key``). ``unclassified``: one row per tool the
+    action map did not name, per session (``task_class``, ``session_id``, the tool as ``key``
+    and its ``calls``).
     """
     settings = settings or Settings()
     parity_rows = [parity(s, settings.tolerance) for s in sessions]
-    unknown: dict[str, list[Row]] = defaultdict(list)
-    for row in unknown_vendor:
-        unknown[task_class_of(row)].append(row)
+    unknown = by_task_class(unknown_vendor)
+    tools = by_task_class(unclassified)
     by_class: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
     for session, checked in zip(sessions, parity_rows, strict=True):
         by_class[task_class_of(session)].append(facts_of(session, checked))
@@ -446,9 +451,17 @@ def compute(
         groups = group(sorted(by_class[cls], key=itemgetter(_KEY)))
         covered = coverage(cls, groups)
         verdicts.coverage += [c.row() for c in covered]
-        verdicts.classes.append(judge(cls, groups, covered, unknown[cls], settings))
+        verdicts.classes.append(judge(cls, groups, covered, unknown[cls], settings, tools[cls]))
     verdicts.classes.sort(key=lambda c: (c["verdict"] != STAY, c["task_class"]))
     return verdicts
+
+
+def by_task_class(rows: Iterable[Row]) -> dict[str, list[Row]]:
+    """Incident rows (unknown vendor stops, unclassified tools) by their task class."""
+    found: dict[str, list[Row]] = defaultdict(list)
+    for row in rows:
+        found[task_class_of(row)].append(row)
+    return found
 
 
 def judge(
@@ -457,6 +470,7 @@ def judge(
     covered: Sequence[Coverage],
     unknown: Sequence[Row],
     settings: Settings,
+    unclassified: Sequence[Row] = (),
 ) -> dict[str, Any]:
     """The ``task_classes`` row of one class: its evidence, verdict and every reason."""
     total = sum(g.count for g in groups)
@@ -475,6 +489,8 @@ def judge(
             f"({_examples(ids, len(ids))}); map each in a --vendor-map file once you know "
             "what it means"
         )))
+    if unclassified:
+        reasons.append((UNCLASSIFIED_TOOL, unclassified_reason(unclassified)))
     gaps = [c for c in covered if c.missing]
     for gap in gaps:
         rule = gap.rule
@@ -530,6 +546,22 @@ def judge(
         "tolerance": settings.tolerance,
         "min_sessions": settings.min_sessions,
     }
+
+
+def unclassified_reason(rows: Sequence[Row]) -> str:
+    """Why unclassified tools keep a class on the paid path, with the lines that class them."""
+    calls: Counter[str] = Counter()
+    for row in rows:
+        calls[row["key"]] += int(row.get("calls") or 1)
+    ids = sorted({row["session_id"] for row in rows})
+    listed = ", ".join(f"{k!r} x{n}" for k, n in sorted(calls.items()))
+    lines = "; ".join(action_map_entry(tool) for tool in sorted(calls))
+    return (
+        f"unclassified tools: {listed} in {count_noun(len(ids), 'session')} "
+        f"({_examples(ids, len(ids))}): each call counted as a write (fail closed), and "
+        "max_writes and the retry rule cannot be honoured there; class each under [tools] in "
+        f"an --action-map file, e.g. {lines} (write until you know better)"
+    )
 
 
 def _rule_name(rule: Rule) -> str:

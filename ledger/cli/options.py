@@ -1,8 +1,8 @@
 """What the commands share: budget, source and fold options, the exit codes, a plain table.
 
-Exit codes: 0 success; 1 an error (a path that does not exist, a bad budget, vendor map or
-prices file, a database that cannot be opened); 2 a usage error; 3 ``--strict`` and some lines
-were put aside (or, for ``ingest``, some files skipped);
+Exit codes: 0 success; 1 an error (a path that does not exist, a bad budget, vendor map,
+action map or prices file, a database that cannot be opened); 2 a usage error; 3 ``--strict``
+and some lines were put aside (or, for ``ingest``, some files skipped);
 4 ``paid-path --fail-on-stay`` and some task class must stay on the paid path;
 5 ``record``: the session's budget is exceeded; 6 ``propose-budget``: nothing to propose from.
 """
@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 import click
 
+from ledger.config.action_map import ActionMapError, default_action_map, load_action_map
 from ledger.config.budget_file import read_budget_file
 from ledger.config.prices import PricesError, load_prices
 from ledger.config.vendor_map import load_vendor_map
@@ -72,6 +73,14 @@ def utf8_text(_ctx: click.Context, param: click.Parameter, value: str | None) ->
 
 
 def source_options(func: F) -> F:
+    """How files are read: --action-map (the importers class tool calls with it), --dialect,
+    --task-class and --max-line-bytes."""
+    func = click.option(
+        "--action-map",
+        type=click.Path(exists=True, dir_okay=False),
+        help="TOML file that extends or overrides the action map: the class (think, read, "
+        "write) of each tool and shell command in real agent logs.",
+    )(func)
     func = click.option(
         "--dialect",
         type=click.Choice([*DIALECTS, *IMPORTED]),
@@ -97,6 +106,7 @@ def make_options(
     budget_file: str | None,
     vendor_map: str | None,
     prices: str | None = None,
+    action_map: str | None = None,
     task_class: str | None = None,
     dialect: str | None = None,
     max_line_bytes: int = 8 * 1024 * 1024,
@@ -108,12 +118,14 @@ def make_options(
         budget = Budget.from_assignments(budget_pairs, budget)
         mapping = read_vendor_map(vendor_map)
         book = read_prices(prices)
-    except (BudgetError, VendorMapError, PricesError) as exc:
+        actions = load_action_map(action_map) if action_map else default_action_map()
+    except (BudgetError, VendorMapError, PricesError, ActionMapError) as exc:
         raise click.ClickException(str(exc)) from None
     return Options(
         budget=budget,
         vendor_map=mapping,
         prices=book,
+        action_map=actions,
         task_class=task_class,
         dialect=dialect,
         max_line=max_line_bytes,
@@ -132,7 +144,8 @@ def fold_options(func: F) -> F:
 
 
 _FOLD_PARAMS = (
-    "budget_pairs", "budget_file", "vendor_map", "prices", "task_class", "dialect",
+    "budget_pairs", "budget_file", "vendor_map", "prices", "action_map", "task_class",
+    "dialect",
     "max_line_bytes",
 )
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import tomllib as _toml
 from pathlib import Path
-from typing import Any
 
+from ledger.config.toml_file import read_toml, replace_flag
 from ledger.core.reasons import CONTINUE, SEED_VENDOR_MAP
 from ledger.core.vendors import (
     DEFAULT_VENDOR_MAP,
@@ -15,8 +14,6 @@ from ledger.core.vendors import (
     bad_value_hint,
     quote,
 )
-
-_TOP_LEVEL_KEYS = ("replace", "stops", "continue")
 
 
 def load_vendor_map(path: str | Path, base: VendorMap = DEFAULT_VENDOR_MAP) -> dict[str, str]:
@@ -38,18 +35,8 @@ def load_vendor_map(path: str | Path, base: VendorMap = DEFAULT_VENDOR_MAP) -> d
     the usual OSError.
     """
     path = Path(path)
-    data = _read_toml(path)
-
-    unknown = [key for key in data if key not in _TOP_LEVEL_KEYS]
-    if unknown:
-        raise VendorMapError(
-            f"{path}: unknown top-level key or table {quote(unknown[0])}; expected only "
-            "'replace', [stops] and [continue]"
-        )
-
-    replace = data.get("replace", False)
-    if not isinstance(replace, bool):
-        raise VendorMapError(f"{path}: 'replace' must be true or false, not {replace!r}")
+    data = read_toml(path, VendorMapError)
+    replace = replace_flag(data, path, ("stops", "continue"), VendorMapError)
 
     stops = data.get("stops", {})
     if not isinstance(stops, dict):
@@ -100,16 +87,6 @@ def load_vendor_map(path: str | Path, base: VendorMap = DEFAULT_VENDOR_MAP) -> d
         result[raw] = CONTINUE
 
     return result
-
-
-def _read_toml(path: Path) -> dict[str, Any]:
-    with path.open("rb") as handle:
-        try:
-            return _toml.load(handle)
-        except _toml.TOMLDecodeError as exc:
-            raise VendorMapError(f"{path}: invalid TOML: {exc}") from exc
-        except UnicodeDecodeError as exc:
-            raise VendorMapError(f"{path}: invalid TOML: not UTF-8 ({exc})") from exc
 
 
 def _checked_copy(base: VendorMap) -> dict[str, str]:

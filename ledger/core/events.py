@@ -56,6 +56,9 @@ class Event(msgspec.Struct, gc=False):
     reasoning_tokens: int | None = None  # part of output_tokens
     model: str | None = None
     cost: float | None = None
+    #: A tool call the action map does not name: counted as a write (fail closed), and listed
+    #: as a gap in the write meter (an ``unclassified_tool`` incident).
+    unclassified: bool = False
 
     @property
     def has_observation(self) -> bool:

@@ -14,6 +14,7 @@ from typing import Any
 
 import msgspec
 
+from ledger.core.actions import ActionMap
 from ledger.core.budget import GATE, LOOP, Budget, Machine, State
 from ledger.core.events import METERS, Event, meters_of
 from ledger.core.pricing import PriceBook, price_event
@@ -32,6 +33,8 @@ INCIDENT_LENGTH = 2  # a run of retries or of one observation is an incident fro
 RETRY_STORM = "retry_storm"
 NO_PROGRESS = "no_progress"
 UNKNOWN_VENDOR = "unknown_vendor"
+UNCLASSIFIED_TOOL = "unclassified_tool"
+WRITE_METER = "write_classification"
 _UNKNOWN_VENDOR_STOP = StopReason.UNKNOWN_VENDOR.value  # (an enum's .value is a slow lookup)
 
 Redactor = Callable[[str], tuple[str, int]]
@@ -95,6 +98,9 @@ class Session:
     repeat: Run | None = None
     meters: list[str] = field(default_factory=list)
     parent_session_id: str | None = None  # a sub-agent's session links to its parent's
+    #: Tool calls the action map did not name: while there are any, the session's write
+    #: classification is incomplete, so it does not carry that meter.
+    unclassified: int = 0
 
     def row(self) -> dict[str, Any]:
         """The ``sessions`` row as it stands now."""
@@ -166,7 +172,8 @@ _RUN_FIELDS = Run.__struct_fields__
 
 
 class Fold:
-    """Folds events into sessions under one budget and one vendor map."""
+    """Folds events into sessions under one budget, one vendor map and one action map (the
+    importers class tool calls with ``actions``; an empty map leaves every tool unclassified)."""
 
     def __init__(
         self,
@@ -174,11 +181,13 @@ class Fold:
         vendor_map: Mapping[str, str],
         redact: Redactor,
         prices: PriceBook | None = None,
+        actions: ActionMap | None = None,
     ) -> None:
         self.budget = budget
         self.prices = prices  # prices a round that gives its model and tokens but no cost
         self.vendor_map = vendor_map
         self.redact = redact
+        self.actions = actions or ActionMap()
         self._redacted: dict[str, tuple[str, int]] = {}
         #: The remembered texts in which redaction found nothing, each to the one copy of it
         #: the fold gives out: :meth:`step` looks them up instead of calling :meth:`clean` (a
@@ -238,8 +247,14 @@ class Fold:
             event.elapsed_s = round(event.at - session.t0, 3)
         if self.prices is not None and (event.model is not None or event.cost is not None):
             price_event(event, self.prices, state)
+        if event.unclassified:
+            session.unclassified += 1
+            if WRITE_METER in session.meters:
+                session.meters = [m for m in session.meters if m != WRITE_METER]
         if len(session.meters) < len(METERS):  # once a session has every meter, it keeps them
             carried = meters_of(event)
+            if session.unclassified:
+                carried.discard(WRITE_METER)
             if not carried.issubset(session.meters):
                 session.meters = sorted(carried.union(session.meters), key=METERS.index)
         machine = self._machine_of.get(session.dialect)
@@ -280,6 +295,11 @@ class Fold:
             incidents.append(_incident(session, UNKNOWN_VENDOR, Run(
                 vendor or "", idx, idx, 1, detail, ts, ts,
                 event.output_tokens or 0, event.tool_calls or 0,
+            )))
+        if event.unclassified:
+            incidents.append(_incident(session, UNCLASSIFIED_TOOL, Run(
+                tool or "", idx, idx, 1, detail, ts, ts,
+                blocked=reason is not None,
             )))
         tool_error = event.tool_error
         stop_at = state.stop_at

@@ -38,7 +38,7 @@ assert list(Event.__struct_fields__) == [
     "action", "tool_calls", "output_tokens", "observation", "tool_error", "vendor_stop",
     "outcome", "tool", "detail", "elapsed_s", "ts", "at", "observation_hash", "unmetered",
     "same_round", "input_tokens", "cache_creation_tokens", "cache_read_tokens",
-    "reasoning_tokens", "model", "cost",
+    "reasoning_tokens", "model", "cost", "unclassified",
 ]
 NOT_UNMETERED: frozenset[str] = frozenset()
 SESSION_COLUMNS = (

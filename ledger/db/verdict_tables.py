@@ -11,7 +11,7 @@ the cost follows what the ingest added, not the size of the database. ``agent-le
 from __future__ import annotations
 
 import sqlite3
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from itertools import islice
 from operator import itemgetter
@@ -25,11 +25,11 @@ from ledger.analysis.verdicts import (
     Group,
     Settings,
     Verdicts,
+    by_task_class,
     compute,
     coverage,
     judge,
     parity,
-    task_class_of,
 )
 from ledger.db import migrations, writes
 
@@ -86,6 +86,13 @@ select session_id, task_class, key from incidents where kind = 'unknown_vendor'
 order by session_id, start_idx
 """
 
+#: The tools the action map did not name, per session: one row each, with its calls.
+UNCLASSIFIED_SQL = """
+select session_id, task_class, key, count(*) as calls from incidents
+where kind = 'unclassified_tool'
+group by session_id, task_class, key order by session_id, key
+"""
+
 CHUNK = 500  # ids per "IN (...)" list
 
 
@@ -114,7 +121,8 @@ def compute_from(conn: sqlite3.Connection, settings: Settings | None = None) -> 
     """Verdicts over the database as it stands, without writing anything."""
     settings = settings or stored_settings(conn)
     sessions = list(_dicts(conn.execute(SESSIONS_SQL + "order by s.session_id")))
-    return compute(sessions, _dicts(conn.execute(UNKNOWN_VENDOR_SQL)), settings)
+    return compute(sessions, _dicts(conn.execute(UNKNOWN_VENDOR_SQL)), settings,
+                   _dicts(conn.execute(UNCLASSIFIED_SQL)))
 
 
 def refresh(db: sqlite_utils.Database, settings: Settings | None = None) -> Verdicts:
@@ -208,9 +216,8 @@ def _judge(
 ) -> Iterator[Verdicts]:
     """Rewrite the coverage and verdict of each class in ``classes`` from its stored parity,
     one class at a time (memory holds its groups, not its sessions); yields each part."""
-    unknown: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for row in _dicts(conn.execute(UNKNOWN_VENDOR_SQL)):
-        unknown[task_class_of(row)].append(row)
+    unknown = by_task_class(_dicts(conn.execute(UNKNOWN_VENDOR_SQL)))
+    tools = by_task_class(_dicts(conn.execute(UNCLASSIFIED_SQL)))
     for cls in sorted(classes):
         for table in ("cap_coverage", "task_classes"):
             conn.execute(f"DELETE FROM [{table}] WHERE task_class = ?", (cls,))
@@ -219,7 +226,7 @@ def _judge(
             continue  # its last session left the database
         covered = coverage(cls, groups)
         part = Verdicts(settings, coverage=[c.row() for c in covered],
-                        classes=[judge(cls, groups, covered, unknown[cls], settings)])
+                        classes=[judge(cls, groups, covered, unknown[cls], settings, tools[cls])])
         writes.replace_all(conn, "cap_coverage", part.coverage, keep=True)
         writes.replace_all(conn, "task_classes", part.classes, keep=True)
         yield part

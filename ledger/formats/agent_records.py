@@ -18,6 +18,9 @@ format onto rounds and checkpoints is documented in docs/real-agent-logs.md.
 Privacy: importers hand the fold only what its tables need. Tool output and prompts never
 leave the importer: an observation is a digest of the tool call and its result, and only a
 tool error keeps a short excerpt (its first line, redacted by the fold like every detail).
+A tool call's input is read only to class the call (:func:`tool_call`): what leaves is its
+action class and, for a shell command, the map entry it matched (``git status``) or its
+program's name, never the input.
 """
 
 from __future__ import annotations
@@ -26,10 +29,12 @@ import functools
 import re
 from typing import Any
 
+from ledger.core.actions import RETRY, ActionMap, classify
 from ledger.core.events import ROUND, Event, observation_hash
 from ledger.formats.seed_dialects import Record, RecordError, parse_ts
 
 ERROR_EXCERPT = 200
+FAILURES_MAX = 64  # failed calls remembered per session, to tell a retry of one
 
 
 class UnknownRecord(Exception):
@@ -76,6 +81,30 @@ def tool_result(
         detail = excerpt(output) if isinstance(output, str) else "tool failed"
     return Event(ROUND, same_round=True, observation=digest(call, output), tool_error=failed,
                  tool=tool, detail=detail if failed else None)
+
+
+def tool_call(
+    name: str | None, tool_input: Any, call: str, failures: dict[str, int], actions: ActionMap
+) -> Event:
+    """A tool call as seed 002's checkpoint: a step of its action class, taken before the tool
+    runs (so ``max_writes`` stops the write it would exceed). A call repeating one that failed
+    (the same tool and input: the same ``call`` digest) is a ``retry``; a tool the map does not
+    name is a write and ``unclassified``."""
+    found = classify(name, tool_input, actions)
+    action = RETRY if call in failures else found.action
+    return Event(action, tool=name, detail=found.detail, unclassified=not found.known)
+
+
+def remember_outcome(failures: dict[str, int], call: str, failed: bool | None) -> None:
+    """Note how a call ended, for :func:`tool_call`: a failure is remembered until the same call
+    succeeds (bounded); an outcome the log does not give changes nothing."""
+    if not call or failed is None:
+        return
+    if failed:
+        failures[call] = 0
+        bounded(failures, FAILURES_MAX)
+    else:
+        failures.pop(call, None)
 
 
 def whole(value: Any) -> int | None:

@@ -15,6 +15,10 @@ What a record becomes (the README's mapping table says the same for users):
 * Synthetic API-error lines (``isApiErrorMessage``, model ``<synthetic>``) and the
   ``system/api_error`` lines of each retry are ``retry`` actions of the tool ``api``: API
   failures, never completions, and the raw material of retry storms.
+* Each ``tool_use`` block is also a step of its action class (think, read or write, from the
+  action map; Bash by its command), taken as it is called; a call repeating one that failed
+  (the same tool and input) is a ``retry``. A tool the map does not name is a write, marked
+  unclassified.
 * ``user`` lines with ``tool_result`` blocks continue the round that called the tool: each
   result is an observation (a digest of the call and its result) and a tool error when
   ``is_error`` is true. A result the user rejected is a ``user_cancel`` end, not a tool error.
@@ -27,13 +31,15 @@ What a record becomes (the README's mapping table says the same for users):
 * The task class is the project folder name (the last part of ``cwd``).
 
 Reader state, per session: the current response id and the output tokens counted for it, the
-ids of the last 256 responses, and the open tool calls (name and input digest, bounded).
+ids of the last 256 responses, the open tool calls (name and input digest, bounded) and the
+calls that failed (their digests, bounded).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from ledger.core.actions import ActionMap
 from ledger.core.events import ROUND, Event
 from ledger.formats.agent_records import (
     UnknownRecord,
@@ -43,8 +49,10 @@ from ledger.formats.agent_records import (
     excerpt,
     folder_name,
     moment,
+    remember_outcome,
     stamped,
     text_of,
+    tool_call,
     tool_result,
     whole,
 )
@@ -78,7 +86,7 @@ def looks_like(obj: dict[str, Any]) -> bool:
     )
 
 
-def read(value: Any, state: dict[str, Any], fallback: str) -> list[Record]:
+def read(value: Any, state: dict[str, Any], fallback: str, actions: ActionMap) -> list[Record]:
     obj = as_object(value)
     kind = obj.get("type")
     if kind in IGNORED:
@@ -90,7 +98,7 @@ def read(value: Any, state: dict[str, Any], fallback: str) -> list[Record]:
     session, parent = _session(obj)
     mine = state.setdefault(session, {"round": None, "counted": 0, "seen": {}, "tools": {}})
     if kind == "assistant":
-        events = _assistant(obj, mine)
+        events = _assistant(obj, mine, actions)
     elif kind == "user":
         events = _user(obj, mine)
     else:
@@ -126,7 +134,7 @@ def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
 # --- assistant lines: rounds ----------------------------------------------------------------
 
 
-def _assistant(obj: dict[str, Any], mine: dict[str, Any]) -> list[Event]:
+def _assistant(obj: dict[str, Any], mine: dict[str, Any], actions: ActionMap) -> list[Event]:
     message = _message(obj)
     if obj.get("isApiErrorMessage") is True or message.get("model") == "<synthetic>":
         _close_round(mine)
@@ -167,7 +175,20 @@ def _assistant(obj: dict[str, Any], mine: dict[str, Any]) -> list[Event]:
         vendor_stop=vendor,
         tool=",".join(names) or None,
         detail=None if same or not isinstance(model, str) else model,
-    )]
+    ), *_tool_calls(tools, mine, actions)]
+
+
+def _tool_calls(
+    tools: list[dict[str, Any]], mine: dict[str, Any], actions: ActionMap
+) -> list[Event]:
+    """Each ``tool_use`` block as a step of its action class."""
+    failures = mine.setdefault("failed", {})
+    events = []
+    for block in tools:
+        name = block.get("name") if isinstance(block.get("name"), str) else None
+        call = digest(name, block.get("input"))
+        events.append(tool_call(name, block.get("input"), call, failures, actions))
+    return events
 
 
 def _close_round(mine: dict[str, Any]) -> None:
@@ -204,6 +225,7 @@ def _tool_result(block: dict[str, Any], mine: dict[str, Any]) -> Event:
     failed = block.get("is_error") is True
     if failed and text.startswith(REJECTED):
         return Event("end", outcome="user_cancel", tool=name, detail="tool use rejected by user")
+    remember_outcome(mine.setdefault("failed", {}), call_digest, failed)
     return tool_result(name, call_digest, text, failed)
 
 

@@ -10,6 +10,10 @@ mapping table says the same for users):
 * ``token_count`` totals are cumulative and re-emitted unchanged: the output tokens of a round
   are the growth of ``total_token_usage.output_tokens``; a zero growth and ``info: null`` are
   skipped. Reasoning tokens are already inside output tokens and are never added again.
+* Each tool call is also a step of its action class (think, read or write, from the action
+  map; ``shell``, ``exec_command`` and ``local_shell_call`` by their command), taken as it is
+  called; a call repeating one that failed (the same tool and arguments) is a ``retry``. A tool
+  the map does not name is a write, marked unclassified.
 * A tool's result continues the round that called it: ``function_call_output`` (or
   ``custom_tool_call_output``) is the observation, a digest of the call and its output. The
   exit code is a tool error: older builds put it in the output's JSON (``metadata.exit_code``),
@@ -25,8 +29,8 @@ mapping table says the same for users):
   task class is the last part of the session's ``cwd``.
 
 Reader state: the session, its task class and parent, the model of the turn, whether a round
-is open, the output-token total counted so far, whether a turn is open, the open tool calls
-and the calls whose status was already counted (both bounded).
+is open, the output-token total counted so far, whether a turn is open, the open tool calls,
+the calls whose status was already counted and the calls that failed (all bounded).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ledger.core.actions import ActionMap
 from ledger.core.events import ROUND, Event
 from ledger.formats.agent_records import (
     UnknownRecord,
@@ -43,8 +48,10 @@ from ledger.formats.agent_records import (
     excerpt,
     folder_name,
     moment,
+    remember_outcome,
     stamped,
     text_of,
+    tool_call,
     tool_result,
     whole,
 )
@@ -72,7 +79,7 @@ def looks_like(obj: dict[str, Any]) -> bool:
     return obj.get("type") in TYPES and isinstance(obj.get("payload"), dict) and "timestamp" in obj
 
 
-def read(value: Any, state: dict[str, Any], fallback: str) -> list[Record]:
+def read(value: Any, state: dict[str, Any], fallback: str, actions: ActionMap) -> list[Record]:
     obj = as_object(value)
     kind = obj.get("type")
     if kind not in TYPES:
@@ -90,7 +97,9 @@ def read(value: Any, state: dict[str, Any], fallback: str) -> list[Record]:
         return []
     if kind == "compacted":
         return []
-    events = _item(payload, state) if kind == "response_item" else _event(payload, state)
+    events = (
+        _item(payload, state, actions) if kind == "response_item" else _event(payload, state)
+    )
     session = state["session"] or fallback
     return stamped(events, moment(obj), session, state["task_class"], state["parent"])
 
@@ -118,7 +127,7 @@ def _parent(payload: dict[str, Any]) -> str | None:
 # --- response items: model output and tool results ------------------------------------------
 
 
-def _item(item: dict[str, Any], state: dict[str, Any]) -> list[Event]:
+def _item(item: dict[str, Any], state: dict[str, Any], actions: ActionMap) -> list[Event]:
     kind = item.get("type")
     if kind == "message" and item.get("role") != "assistant":
         return []  # the prompt, instructions and context sent to the model
@@ -127,11 +136,13 @@ def _item(item: dict[str, Any], state: dict[str, Any]) -> list[Event]:
     if kind in TOOL_CALLS:
         name = item.get("name") if isinstance(item.get("name"), str) else str(kind)
         call = item.get("call_id") or item.get("id")
+        args = item.get("arguments", item.get("input", item.get("action")))
+        call_digest = digest(name, args)
         if isinstance(call, str):
-            args = item.get("arguments", item.get("input", item.get("action")))
-            state["calls"][call] = [name, digest(name, args)]
+            state["calls"][call] = [name, call_digest]
             bounded(state["calls"], CALLS_MAX)
-        return _output(state, [name])
+        failures = state.setdefault("failed", {})
+        return [*_output(state, [name]), tool_call(name, args, call_digest, failures, actions)]
     if kind in TOOL_OUTPUTS:
         return [_tool_output(item, state)]
     if kind in IGNORED_ITEMS:
@@ -158,6 +169,7 @@ def _tool_output(item: dict[str, Any], state: dict[str, Any]) -> Event:
             failed = None  # its end event counted it already
         else:
             _settle(state, call)
+    remember_outcome(state.setdefault("failed", {}), call_digest, failed)
     return tool_result(name, call_digest, text, failed)
 
 
@@ -265,6 +277,8 @@ def _tool_status(payload: dict[str, Any], state: dict[str, Any]) -> list[Event]:
         or (isinstance(result, dict) and "Err" in result)
         or (isinstance(ok, dict) and ok.get("isError") is True)
     )
+    _, call_digest = state["calls"].get(call, NO_CALL)  # gone if its output came first
+    remember_outcome(state.setdefault("failed", {}), call_digest, failed)
     detail = None
     if failed:
         text = payload.get("stderr") or payload.get("aggregated_output") or ""

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ledger.core.actions import ActionMap
 from ledger.formats import claude_code, codex, langfuse
 from ledger.formats.seed_dialects import TRACE, detect
 
@@ -21,8 +22,8 @@ IMPORTED = (CLAUDE_CODE, CODEX, LANGFUSE)
 #: Dialects whose file is one JSON document rather than JSON lines.
 DOCUMENTS = frozenset({TRACE, LANGFUSE})
 
-#: (parsed record, reader state, fallback session id) -> records.
-LineReader = Callable[[Any, dict[str, Any], str], list[Any]]
+#: (parsed record, reader state, fallback session id, action map) -> records.
+LineReader = Callable[[Any, dict[str, Any], str, ActionMap], list[Any]]
 
 _LINE_READERS: dict[str, LineReader] = {CLAUDE_CODE: claude_code.read, CODEX: codex.read}
 _IMPORTERS = ((CLAUDE_CODE, claude_code), (CODEX, codex), (LANGFUSE, langfuse))

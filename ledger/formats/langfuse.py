@@ -11,8 +11,10 @@ README's mapping table says the same for users):
   ``outputUsage``, or the OTel attribute ``gen_ai.usage.output_tokens``), its vendor stop the
   first of ``gen_ai.response.finish_reasons``. A generation at level ``ERROR`` is a failed
   model call: a ``retry`` of the tool ``api``.
-* A ``TOOL`` observation continues the round before it: an observation (a digest of its
-  name, input and output) and a tool error when its level is ``ERROR``.
+* A ``TOOL`` observation is a step of its action class (from the action map, by its name
+  and input; a call repeating one that failed is a ``retry``, a tool the map does not name a
+  write, marked unclassified), then continues the round before it: an observation (a digest
+  of its name, input and output) and a tool error when its level is ``ERROR``.
 * Spans, events, agents, chains and the other grouping types add nothing; a type Langfuse
   may add later is counted as unknown.
 * The trace's own verdict ends the session: ``is_error`` false (an attribute such as
@@ -28,8 +30,18 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from ledger.core.actions import ActionMap
 from ledger.core.events import ROUND, Event
-from ledger.formats.agent_records import as_object, digest, excerpt, moment, tool_result, whole
+from ledger.formats.agent_records import (
+    as_object,
+    digest,
+    excerpt,
+    moment,
+    remember_outcome,
+    tool_call,
+    tool_result,
+    whole,
+)
 from ledger.formats.seed_dialects import Record, RecordError
 
 GROUPING = frozenset({
@@ -56,7 +68,7 @@ def looks_like(obj: dict[str, Any]) -> bool:
     return isinstance(obj.get("observations"), list) and isinstance(obj.get("id"), str)
 
 
-def document(value: Any) -> Document:
+def document(value: Any, actions: ActionMap) -> Document:
     obj = as_object(value, "document")
     trace = obj["trace"] if isinstance(obj.get("trace"), dict) else obj
     observations = obj.get("observations", trace.get("observations"))
@@ -78,9 +90,9 @@ def document(value: Any) -> Document:
         else:
             doc.items.append(RecordError(f"observations[{index}]: not an observation object"))
     usable.sort(key=lambda o: (moment(o, "startTime")[1] or 0.0, str(o.get("id"))))
+    failures: dict[str, int] = {}
     for item in usable:
-        event = _observation(item, doc.unknown)
-        if event is not None:
+        for event in _observation(item, doc.unknown, failures, actions):
             event.ts, event.at = moment(item, "startTime")
             doc.items.append(_record(doc, event))
     end = _verdict(attributes(trace.get("metadata")))
@@ -96,13 +108,15 @@ def _record(doc: Document, event: Event) -> Record:
     return Record(event, session=doc.session, task_class=doc.task_class, parent=doc.parent)
 
 
-def _observation(obs: dict[str, Any], unknown: Counter[str]) -> Event | None:
+def _observation(
+    obs: dict[str, Any], unknown: Counter[str], failures: dict[str, int], actions: ActionMap
+) -> list[Event]:
     kind = obs["type"]
     failed = obs.get("level") == "ERROR"
     status = obs.get("statusMessage") if isinstance(obs.get("statusMessage"), str) else ""
     if kind == "GENERATION":
         if failed:
-            return Event("retry", tool="api", detail=excerpt(status) or "generation failed")
+            return [Event("retry", tool="api", detail=excerpt(status) or "generation failed")]
         attrs = attributes(obs.get("metadata"))
         names = [n for n in obs.get("toolCallNames") or [] if isinstance(n, str)]
         calls = obs.get("toolCalls")
@@ -110,21 +124,24 @@ def _observation(obs: dict[str, Any], unknown: Counter[str]) -> Event | None:
         if count is None and isinstance(obs.get("toolCallNames"), list):
             count = 0
         model = obs.get("model")
-        return Event(
+        return [Event(
             ROUND,
             tool_calls=count,
             output_tokens=_output_tokens(obs, attrs),
             vendor_stop=_finish_reason(attrs),
             tool=",".join(names) or None,
             detail=model if isinstance(model, str) else None,
-        )
+        )]
     if kind == "TOOL":
         name = obs.get("name") if isinstance(obs.get("name"), str) else None
         detail = excerpt(status) or "tool failed"
-        return tool_result(name, digest(name, obs.get("input")), obs.get("output"), failed, detail)
+        call = digest(name, obs.get("input"))
+        step = tool_call(name, obs.get("input"), call, failures, actions)
+        remember_outcome(failures, call, failed)
+        return [step, tool_result(name, call, obs.get("output"), failed, detail)]
     if kind not in GROUPING:
         unknown[f"observation/{kind}"] += 1
-    return None
+    return []
 
 
 def attributes(metadata: Any) -> dict[str, Any]:

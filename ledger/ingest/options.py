@@ -9,7 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ledger.config.action_map import default_action_map
 from ledger.config.prices import library_book
+from ledger.core.actions import ActionMap
 from ledger.core.budget import Budget
 from ledger.core.fold import Fold
 from ledger.core.pricing import PriceBook
@@ -20,7 +22,8 @@ from ledger.ingest.files import DEFAULT_MAX_LINE, sha
 #: Bumped when the same file would give other rows: every source is then folded again.
 #: 2: agent-log importers, round continuations. 3: the retry-storm key and the stop detail
 #: are redacted (rows of 1 and 2 may hold secrets there). 4: money (the cost meter, max_cost).
-FOLD_VERSION = "4"
+#: 5: tool calls are action steps (the action map).
+FOLD_VERSION = "5"
 DEFAULT_BATCH = 20_000
 DEFAULT_INTERVAL = 1.0  # seconds between two passes of --follow
 #: New files hold at least this much before workers are started for them: under about 2 MB,
@@ -33,6 +36,7 @@ PARALLEL_MIN_BYTES = 4 * 1024 * 1024
 class Options:
     budget: Budget = field(default_factory=Budget)
     vendor_map: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_VENDOR_MAP))
+    action_map: ActionMap = field(default_factory=default_action_map)
     task_class: str | None = None
     dialect: str | None = None
     max_line: int = DEFAULT_MAX_LINE
@@ -50,11 +54,12 @@ class Options:
             "budget": self.budget.to_dict(),
             "vendor_map": dict(sorted(self.vendor_map.items())),
             "prices": self.prices.digest,
+            "action_map": self.action_map.digest,
         }
         return sha(json.dumps(settings, sort_keys=True).encode())[:16]
 
     def make_fold(self) -> Fold:
-        return Fold(self.budget, self.vendor_map, redact, self.prices)
+        return Fold(self.budget, self.vendor_map, redact, self.prices, self.action_map)
 
 
 @dataclass

@@ -208,7 +208,7 @@ class SourceFold:
         reader = line_reader(self.dialect)
         if reader is None:
             raise RecordError(f"the {self.dialect} dialect is not line-based")
-        return reader(value, self.cursor.reader, self.source_id)
+        return reader(value, self.cursor.reader, self.source_id, self.fold.actions)
 
     def _session_for(self, record: Record, line: int | None) -> Session:
         if self.dialect == GATE:
@@ -297,7 +297,7 @@ class SourceFold:
         try:
             value = parse_json(raw)
             if self.dialect == LANGFUSE:
-                doc = langfuse.document(value)
+                doc = langfuse.document(value, self.fold.actions)
             else:
                 header, rounds = trace_rounds(value)
         except RecordError as exc:

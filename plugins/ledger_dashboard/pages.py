@@ -19,6 +19,7 @@ from urllib.parse import urlencode
 from datasette.utils import tilde_decode, tilde_encode
 from datasette.utils.asgi import BadRequest, NotFound, Request, Response
 
+from ledger.core.actions import TOOL_VALUES, action_map_entry
 from ledger.core.reasons import DECISIONS, StopReason
 from ledger.core.vendors import VendorMapError, vendor_map_entry
 from ledger.db.rollup import BUCKETS, COUNTERS
@@ -50,7 +51,9 @@ PAGES: tuple[PageInfo, ...] = (
     PageInfo("overview", "Overview", "ledger_overview.html"),
     PageInfo("retry-storms", "Retry storms", "ledger_retry_storms.html"),
     PageInfo("no-progress", "No-progress runs", "ledger_no_progress.html"),
-    PageInfo("unknown-vendors", "Unknown vendor stops", "ledger_unknown_vendors.html"),
+    PageInfo(
+        "unknown-vendors", "Unknown vendor stops and tools", "ledger_unknown_vendors.html"
+    ),
 )
 PAGE_BY_SLUG = {p.slug: p for p in PAGES}
 SLUGS = "|".join(p.slug for p in PAGES)
@@ -211,7 +214,7 @@ async def overview_data(ctx: Context) -> dict[str, Any]:
     # Independent reads: Datasette runs them on its pool of read connections at once.
     (
         by_class, by_day, budget, verdicts, computed, storms, stuck, vendors,
-        storm_count, stuck_count, vendor_count,
+        storm_count, stuck_count, vendor_count, tool_count,
     ) = await asyncio.gather(
         queries.by_class_and_reason(db, src, filters),
         queries.by_day_and_reason(db, src, filters),
@@ -220,10 +223,11 @@ async def overview_data(ctx: Context) -> dict[str, Any]:
         queries.paid_path_computed(db, src, filters),
         queries.incidents(db, queries.RETRY_STORMS, filters, limit, size=TOP),
         queries.incidents(db, queries.NO_PROGRESS, filters, 2, size=TOP),
-        queries.unknown_vendors(db, filters, size=TOP),
+        queries.unknown_keys(db, queries.UNKNOWN_VENDOR, filters, size=TOP),
         queries.count_incidents(db, "retry_storm", filters, limit),
         queries.count_incidents(db, "no_progress", filters, 2),
-        queries.count_unknown_vendors(db, filters),
+        queries.count_unknown_keys(db, queries.UNKNOWN_VENDOR, filters),
+        queries.count_unknown_keys(db, queries.UNCLASSIFIED_TOOL, filters),
     )
     classes, totals = class_rows(by_class)
     return {
@@ -245,6 +249,7 @@ async def overview_data(ctx: Context) -> dict[str, Any]:
         "unknown_vendors": {
             "count": vendor_count, "top": [vendor_row(ctx, r) for r in vendors.rows],
         },
+        "unclassified_tools": {"count": tool_count},
         "_charts": {
             "by_class": charts.stop_reasons_by_class(
                 by_class,
@@ -301,17 +306,32 @@ async def no_progress_data(ctx: Context) -> dict[str, Any]:
 
 
 async def unknown_vendors_data(ctx: Context) -> dict[str, Any]:
+    """Vendor stop strings the vendor map lacks, and tools the action map lacks: both fail
+    closed, both are fixed by a line in a TOML file."""
+    db, filters = ctx.db, ctx.filters
     offset = whole_number(ctx.request, "_next", 0, minimum=0)
-    page = await queries.unknown_vendors(ctx.db, ctx.filters, offset=offset)
+    page, count, tools, tool_count = await asyncio.gather(
+        queries.unknown_keys(db, queries.UNKNOWN_VENDOR, filters, offset=offset),
+        queries.count_unknown_keys(db, queries.UNKNOWN_VENDOR, filters),
+        queries.unknown_keys(db, queries.UNCLASSIFIED_TOOL, filters),
+        queries.count_unknown_keys(db, queries.UNCLASSIFIED_TOOL, filters),
+    )
     found = [vendor_row(ctx, r) for r in page.rows]
+    classed = [tool_row(ctx, r) for r in tools.rows]
     return {
         "database": ctx.database,
-        "filters": ctx.filters.active(),
-        "count": await queries.count_unknown_vendors(ctx.db, ctx.filters),
+        "filters": filters.active(),
+        "count": count,
         "rows": found,
         "vendor_map": vendor_map_file(found),
         "next": page.next,
         "next_url": next_url(ctx, "unknown-vendors", page.next),
+        "unclassified_tools": {
+            "count": tool_count,
+            "rows": classed,
+            "action_map": action_map_file(classed),
+            "more": tools.next is not None,
+        },
     }
 
 
@@ -345,6 +365,31 @@ def vendor_map_file(found: list[dict[str, Any]]) -> str:
         "# then: agent-ledger ingest DB PATH --vendor-map this-file.toml",
         "[stops]",
         *lines,
+    ]) + "\n"
+
+
+#: The paste-ready line classes a tool as a write (what it counts as now) until someone knows.
+TOOL_HINT = "# choose: " + " | ".join(TOOL_VALUES)
+
+
+def tool_row(ctx: Context, row: dict[str, Any]) -> dict[str, Any]:
+    return dict(
+        row,
+        action_map_entry=f"{action_map_entry(row['tool'])}  {TOOL_HINT}",
+        incidents_url=ctx.urls.table("incidents", kind="unclassified_tool", key=row["tool"]),
+    )
+
+
+def action_map_file(found: list[dict[str, Any]]) -> str:
+    """A ``[tools]`` table of every tool shown, for an ``--action-map`` TOML file."""
+    if not found:
+        return ""
+    return "\n".join([
+        "# agent-ledger action map: each tool is a write until you class it (think, read, or",
+        "# shell for a tool whose input is a shell command), then:",
+        "# agent-ledger ingest DB PATH --action-map this-file.toml",
+        "[tools]",
+        *(r["action_map_entry"] for r in found),
     ]) + "\n"
 
 

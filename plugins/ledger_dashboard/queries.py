@@ -243,20 +243,28 @@ async def storms_by_day(db: Database, filters: Filters, min_length: int) -> list
     )
 
 
-async def unknown_vendors(
-    db: Database, filters: Filters, offset: int = 0, size: int = VENDOR_PAGE_SIZE
+#: Incident kinds whose key is something no map names, with the name of the key in the rows.
+UNKNOWN_VENDOR = ("unknown_vendor", "vendor_stop")
+UNCLASSIFIED_TOOL = ("unclassified_tool", "tool")
+
+
+async def unknown_keys(
+    db: Database, unknown: tuple[str, str], filters: Filters, offset: int = 0,
+    size: int = VENDOR_PAGE_SIZE,
 ) -> Page:
-    """Raw vendor strings nobody mapped, most frequent first (a few hundred at most)."""
+    """Raw vendor strings nobody mapped (``UNKNOWN_VENDOR``) or tools nobody classed
+    (``UNCLASSIFIED_TOOL``), most frequent first (a few hundred at most)."""
+    kind, name = unknown
     found = await rows(
         db,
-        "select i.key as vendor_stop, count(*) as occurrences, "
+        f"select i.key as {name}, count(*) as occurrences, "
         "count(distinct i.session_id) as sessions, "
         "json_group_array(distinct i.task_class) as task_classes, "
         "min(i.started_at) as first_seen, max(i.started_at) as last_seen "
         "from incidents i "
-        f"where i.kind = 'unknown_vendor'{filters.incident_where()} "
-        "group by i.key order by occurrences desc, vendor_stop limit :limit offset :offset",
-        {**filters.params(), "limit": size + 1, "offset": offset},
+        f"where i.kind = :kind{filters.incident_where()} "
+        f"group by i.key order by occurrences desc, {name} limit :limit offset :offset",
+        {**filters.params(), "kind": kind, "limit": size + 1, "offset": offset},
     )
     for row in found:
         row["task_classes"] = sorted(c for c in json.loads(row["task_classes"]) if c is not None)
@@ -264,14 +272,15 @@ async def unknown_vendors(
     return Page(found[:size], str(offset + size) if more else None)
 
 
-async def count_unknown_vendors(db: Database, filters: Filters) -> int:
+async def count_unknown_keys(db: Database, unknown: tuple[str, str], filters: Filters) -> int:
     found = await rows(
         db,
         "select count(distinct i.key) as n from incidents i "
-        f"where i.kind = 'unknown_vendor'{filters.incident_where()}",
-        filters.params(),
+        f"where i.kind = :kind{filters.incident_where()}",
+        {**filters.params(), "kind": unknown[0]},
     )
     return int(found[0]["n"])
+
 
 
 # --- one session ---------------------------------------------------------------------------

@@ -353,6 +353,26 @@ def test_every_reason_is_listed_in_order() -> None:
         "max_consecutive_tool_errors (tool_error_budget)", "no_progress_rounds (no_progress)"]
 
 
+def test_an_unclassified_tool_is_a_reason_with_the_line_to_paste() -> None:
+    # Claude Code sessions: a session that called an unclassified tool lacks the write meter
+    # (the fold drops it), so the write rules are gaps there too.
+    agent = {"dialect": "claude-code", "meters": ALL_METERS}
+    sessions = [*ready_class(2, **agent),
+                session(session_id="s3", **{**agent, "meters": ALL_METERS.replace(
+                    ",write_classification", "")})]
+    tools = [{"session_id": "s3", "task_class": "refactor", "key": "mcp__foo__bar", "calls": 3},
+             {"session_id": "s3", "task_class": "refactor", "key": 'odd "name"', "calls": 1}]
+    (row,) = compute(sessions, [], Settings(), tools).classes
+    assert row["reason_kinds"] == "unclassified_tool,missing_meter"
+    first, *gaps = json.loads(row["reasons"])
+    assert first.startswith("unclassified tools: 'mcp__foo__bar' x3, 'odd \"name\"' x1 in 1 "
+                            "session (s3): each call counted as a write")
+    assert '"mcp__foo__bar" = "write"; "odd \\"name\\"" = "write"' in first
+    assert [g.split(" is in force")[0] for g in gaps] == [
+        "max_writes", "max_steps (retry_near_ceiling)"]
+    assert json.loads(row["unmetered_caps"]) == ["max_writes", "max_steps (retry_near_ceiling)"]
+
+
 def test_a_cancel_is_a_terminal_signal_not_a_silent_complete() -> None:
     cancelled = session(session_id="s3", recorded_stop="user_cancel", vendor_stop="cancelled")
     row = verdict_of([*ready_class(2), cancelled])

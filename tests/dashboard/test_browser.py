@@ -219,7 +219,7 @@ def test_the_menu_reaches_every_page(page: Page) -> None:
     page.locator("details.nav-menu summary").click()
     page.get_by_role("link", name="Ledger: Retry storms").click()
     expect(page.locator("h1")).to_have_text("Retry storms")
-    for title in ("No-progress runs", "Unknown vendor stops", "Overview"):
+    for title in ("No-progress runs", "Unknown vendor stops and tools", "Overview"):
         page.locator(".ledger-tabs").get_by_role("link", name=title).click()
         expect(page.locator("h1")).to_have_text(title)
 

@@ -13,6 +13,7 @@ import pytest
 from datasette.app import Datasette
 from datasette.utils import tilde_encode
 
+from ledger.ingest.ingester import ingest
 from ledger.views.serve import merge, metadata_for
 from tests import dashboard_data as data
 from tests.helpers import rows
@@ -70,7 +71,7 @@ async def test_every_page_renders_with_its_tabs_and_json_link(ds: Datasette, pag
                       "retry_storms", "no_progress", "unknown_vendors"}),
         ("retry-storms", {"threshold", "count", "rows", "next", "by_day"}),
         ("no-progress", {"min_length", "count", "rows", "next"}),
-        ("unknown-vendors", {"count", "rows", "vendor_map", "next"}),
+        ("unknown-vendors", {"count", "rows", "vendor_map", "next", "unclassified_tools"}),
     ],
 )
 async def test_every_page_has_a_json_twin(ds: Datasette, page: str, keys: set[str]) -> None:
@@ -345,6 +346,46 @@ async def test_unknown_vendor_entries_paste_into_a_vendor_map(ds: Datasette) -> 
     policy = next(r for r in found["rows"] if r["vendor_stop"] == "policy_hidden_v3")
     assert (policy["occurrences"], policy["task_classes"]) == (1, ["bugfix"])
     assert policy["first_seen"] == policy["last_seen"] == "2026-11-29T22:01:20.000Z"
+
+
+def tool_call_line(n: int, tool: str) -> dict[str, Any]:
+    message = {"id": f"m{n}", "model": "claude-opus-4-6", "role": "assistant",
+               "content": [{"type": "tool_use", "id": f"t{n}", "name": tool, "input": {}}],
+               "stop_reason": None, "usage": {"output_tokens": 5}}
+    return {"type": "assistant", "sessionId": "cc-1", "uuid": f"u{n}", "cwd": "/work/agents",
+            "timestamp": f"2026-11-28T10:00:{n:02d}.000Z", "message": message}
+
+
+@pytest.mark.asyncio
+async def test_unclassified_tools_are_listed_with_an_action_map_line(tmp_path: Path) -> None:
+    hostile = f"mcp__evil__{data.SCRIPT}"
+    tools = ["mcp__tracker__create_ticket", "Read", "mcp__tracker__create_ticket", hostile]
+    log = data.write(tmp_path / "cc.jsonl", [tool_call_line(n, t) for n, t in enumerate(tools)])
+    db = tmp_path / "ledger.db"
+    ingest(db, [log])
+    ds = datasette(db)
+    found = (await get_json(ds, "/ledger/-/unknown-vendors.json"))["unclassified_tools"]
+    assert [(r["tool"], r["occurrences"], r["task_classes"]) for r in found["rows"]] == [
+        ("mcp__tracker__create_ticket", 2, ["agents"]), (hostile, 1, ["agents"])]
+    assert found["count"] == 2
+    overview = await get_json(ds, "/ledger/-/overview.json")
+    assert overview["unclassified_tools"] == {"count": 2}
+    for r in found["rows"]:
+        assert tomllib.loads(r["action_map_entry"]) == {r["tool"]: "write"}
+        assert r["incidents_url"].startswith("/ledger/incidents?")
+    assert tomllib.loads(found["action_map"])["tools"] == {
+        "mcp__tracker__create_ticket": "write", hostile: "write"}
+    page = (await get(ds, "/ledger/-/unknown-vendors")).text
+    assert "mcp__tracker__create_ticket" in page and data.SCRIPT not in page
+    assert "mcp__evil__&lt;script&gt;" in page  # shown, escaped
+
+
+@pytest.mark.asyncio
+async def test_a_database_without_unclassified_tools_says_so(ds: Datasette) -> None:
+    found = (await get_json(ds, "/ledger/-/unknown-vendors.json"))["unclassified_tools"]
+    assert (found["count"], found["rows"], found["action_map"]) == (0, [], "")
+    page = (await get(ds, "/ledger/-/unknown-vendors")).text
+    assert "Every tool called in these sessions has an action class." in page
 
 
 # --- the session timeline ------------------------------------------------------------------

@@ -38,7 +38,7 @@ EXPECTED: dict[str, tuple[Any, ...]] = {
     # assistant lines in 13 responses whose largest output_tokens are 3, 4, 1, 3, 1, 1, 6, 4,
     # 1, 6, 1, 1, 1 = 33; 19 tool_use blocks (11 Bash, 7 Read, 1 Glob); is_error on lines 23
     # (EISDIR) and 24 (sibling tool call errored). A sub-agent transcript has no turn end:
-    # no recorded stop. 13 steps > max_steps 8 stops it at the 9th round.
+    # no recorded stop. 32 steps (13 rounds, 19 tool calls) > max_steps 8 stops it at the 9th.
     "02_claude_code_subagent_sidechain_v2.1.39.jsonl": (
         "8463c716-a2ea-4c14-9efa-87158ebd9f20:agent-a7be2f0",
         "8463c716-a2ea-4c14-9efa-87158ebd9f20", "claude-code", 13, 19, 2, 33,

@@ -76,23 +76,26 @@ def fold(ingest_logs):
 
 def test_a_round_is_one_response_not_one_line(fold) -> None:
     # Sample 01: 5 assistant lines share message ...u8pYiiQa, each repeating output_tokens 13.
+    # One round, and a step for each of its 2 tool calls (seed 002: every action is a step).
     s = session(fold(MAIN), "55604662-cf2a-4331-851a-ec234028f8ca")
-    assert (s["rounds"], s["steps"], s["tool_calls"], s["output_tokens"]) == (1, 1, 2, 13)
+    assert (s["rounds"], s["steps"], s["tool_calls"], s["output_tokens"]) == (1, 3, 2, 13)
 
 
 def test_usage_is_taken_once_per_response_the_fullest(fold) -> None:
     lines = [assistant("m1", out=2), assistant("m1", tool_use("t1"), out=99),
              assistant("m1", tool_use("t2"), out=50), assistant("m2", out=7)]
     db = fold(lines)
-    assert [(r["same_round"], r["tool_calls"], r["output_tokens"]) for r in steps(db)] == [
-        (0, 0, 2), (1, 1, 97), (1, 1, 0), (0, 0, 7)]
+    got = [(r["same_round"], r["tool_calls"], r["output_tokens"]) for r in steps(db)
+           if r["action"] == "round"]
+    assert got == [(0, 0, 2), (1, 1, 97), (1, 1, 0), (0, 0, 7)]
     assert (session(db)["rounds"], session(db)["output_tokens"]) == (2, 106)
 
 
 def test_usage_growth_on_the_real_tail(fold) -> None:
     # Sample 03, message ...Wot8tf58: output_tokens 2 on line 17, then 99 on line 18.
     db = fold(TAIL)
-    got = rows(db, "select output_tokens from steps where source_line in (17, 18) order by idx")
+    got = rows(db, "select output_tokens from steps where source_line in (17, 18) "
+                   "and action = 'round' order by idx")
     assert [r["output_tokens"] for r in got] == [2, 97]
 
 
@@ -209,8 +212,11 @@ def test_tool_errors_keep_a_short_excerpt_and_results_only_a_hash(fold) -> None:
 def test_results_continue_the_round_that_called_the_tool(fold) -> None:
     db = fold([assistant("m1", tool_use("t1"), tool_use("t2", "Read")), result("t2", error=True),
                result("t1")])
-    got = [(r["same_round"], r["tool"], r["tool_error"], r["total_rounds"]) for r in steps(db)]
-    assert got == [(0, "Bash,Read", None, 1), (1, "Read", 1, 1), (1, "Bash", 0, 1)]
+    got = [(r["action"], r["same_round"], r["tool"], r["tool_error"], r["total_rounds"])
+           for r in steps(db)]
+    assert got == [("round", 0, "Bash,Read", None, 1), ("read", 0, "Bash", None, 1),
+                   ("read", 0, "Read", None, 1), ("round", 1, "Read", 1, 1),
+                   ("round", 1, "Bash", 0, 1)]
     assert (session(db)["tool_errors"], session(db)["rounds"]) == (1, 1)
 
 
@@ -220,7 +226,7 @@ def test_the_same_call_with_the_same_result_is_no_progress(fold) -> None:
              assistant("m3", tool_use("t3", command="pytest -x")), result("t3", "1 failed")]
     db = fold(lines)
     repeats = rows(db, "select * from incidents where kind = 'no_progress'")
-    assert [(i["start_idx"], i["length"]) for i in repeats] == [(2, 2)]
+    assert [(i["start_idx"], i["length"]) for i in repeats] == [(3, 2)]  # (each call a step)
     assert session(db)["stop_reason"] == "no_progress"
 
 

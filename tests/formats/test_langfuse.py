@@ -52,9 +52,12 @@ def test_generations_are_rounds_and_tools_continue_them(fold, export) -> None:
     db = fold(export)
     got = [(r["action"], r["same_round"], r["tool_calls"], r["output_tokens"]) for r in steps(db)]
     # In start-time order: 4 GENERATIONs (29, 53, 56, 94 output tokens; the middle two call
-    # mcp__weather__get_weather once each), the 2 TOOL results after the third, then the end.
+    # mcp__weather__get_weather once each), the 2 TOOL observations after the third (each a
+    # step of its action class, then its result), then the end. The weather tool is in no map,
+    # so each call is a write (fail closed).
     assert got == [("round", 0, 0, 29), ("round", 0, 1, 53), ("round", 0, 1, 56),
-                   ("round", 1, None, None), ("round", 1, None, None), ("round", 0, 0, 94),
+                   ("write", 0, None, None), ("round", 1, None, None),
+                   ("write", 0, None, None), ("round", 1, None, None), ("round", 0, 0, 94),
                    ("end", 0, None, None)]
 
 
