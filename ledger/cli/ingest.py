@@ -167,7 +167,9 @@ def format_summary(summary: Summary, db_path: str) -> str:
     if summary.redactions:
         lines.append(f"{summary.redactions} secrets redacted")
     if summary.waiting:
-        lines.append(f"{len(summary.waiting)} files have no complete line yet (left for later)")
+        lines.append(f"{len(summary.waiting)} files end in an unfinished line (left for later):")
+        lines.extend(f"  {w['path']}: {w['bytes']} bytes from byte {w['offset']}"
+                     for w in summary.waiting)
     if summary.unknown_records:
         skipped = sum(sum(c.values()) for c in summary.unknown_records.values())
         lines.append(

@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 
 from ledger.core.budget import GATE, LOOP, Budget, Machine, State
-from ledger.core.events import METERS, Event, meters_of
+from ledger.core.events import METERS, TOKEN_METERS, Event, meters_of
 from ledger.core.reasons import CONTINUE, StopReason
 from ledger.core.vendors import classify
 from ledger.formats.seed_dialects import DIALECTS, TRACE
@@ -26,6 +26,9 @@ TOOL_MAX = 200
 EXCERPT_MAX = 200
 MEMO_CHARS = 200  # texts up to this long are redacted once per fold and remembered
 MEMO_ENTRIES = 4096
+
+MODELS_MAX = 8  # the models a session row names, at most
+RECENT_KEYS = 128  # record keys a session remembers, for a record repeated in one file
 
 INCIDENT_LENGTH = 2  # a run of retries or of one observation is an incident from its second
 RETRY_STORM = "retry_storm"
@@ -44,6 +47,8 @@ STEP_COLUMNS = (
     "total_rounds", "total_steps", "total_tool_calls", "total_output_tokens",
     "consecutive_errors", "total_writes", "stop_reason", "after_stop", "source_id",
     "source_line", "source_offset", "same_round",
+    "input_tokens", "cache_creation_tokens", "cache_read_tokens", "reasoning_tokens", "model",
+    "record_key",
 )
 StepRow = tuple[Any, ...]
 
@@ -94,6 +99,17 @@ class Session:
     repeat: Run | None = None
     meters: list[str] = field(default_factory=list)
     parent_session_id: str | None = None  # a sub-agent's session links to its parent's
+    #: Token totals beside ``state.output_tokens`` (None: no event carried the count), and the
+    #: models that answered, in the order they first did.
+    input_tokens: int | None = None
+    cache_creation_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    models: list[str] = field(default_factory=list)
+    #: The sources whose records the session holds (its owner first; more when copies of it
+    #: are in several files), and the keys of its last records (see ledger/ingest/source.py).
+    sources: list[str] = field(default_factory=list)
+    recent: dict[str, int] = field(default_factory=dict)  # insertion-ordered, oldest first
 
     def row(self) -> dict[str, Any]:
         """The ``sessions`` row as it stands now."""
@@ -127,6 +143,11 @@ class Session:
             "budget": self.budget.to_json(),
             "budget_digest": self.budget.digest,
             "parent_session_id": self.parent_session_id,
+            "input_tokens": self.input_tokens,
+            "cache_creation_tokens": self.cache_creation_tokens,
+            "cache_read_tokens": self.cache_read_tokens,
+            "reasoning_tokens": self.reasoning_tokens,
+            "models": ",".join(self.models) or None,
         }
 
     def open_incidents(self) -> list[dict[str, Any]]:
@@ -143,7 +164,9 @@ class Session:
             run = data[key]
             if run is not None:
                 data[key] = {name: getattr(run, name) for name in _RUN_FIELDS}
-        data["meters"] = list(self.meters)
+        for key in ("meters", "models", "sources"):
+            data[key] = list(data[key])
+        data["recent"] = dict(self.recent)
         return data
 
     @classmethod
@@ -273,6 +296,14 @@ class Fold:
                 vendor or "", idx, idx, 1, detail, ts, ts,
                 event.output_tokens or 0, event.tool_calls or 0,
             )))
+        if (event.input_tokens is not None or event.cache_read_tokens is not None
+                or event.cache_creation_tokens is not None or event.reasoning_tokens is not None):
+            _add_tokens(session, event)
+        model = event.model
+        if model is not None:
+            model = plain.get(model) or self.clean(session, model, TOOL_MAX)
+            if model not in session.models and len(session.models) < MODELS_MAX:
+                session.models.append(model)
         tool_error = event.tool_error
         stop_at = state.stop_at
         # Flags as the ints 1 and 0 (SQLite binds a bool through an adapter search), by a
@@ -303,6 +334,12 @@ class Fold:
             line,
             offset,
             1 if event.same_round else 0,
+            event.input_tokens,
+            event.cache_creation_tokens,
+            event.cache_read_tokens,
+            event.reasoning_tokens,
+            model,
+            event.key,
         )
         return row, incidents
 
@@ -351,6 +388,14 @@ class Fold:
                     state.last_observation_hash or "", idx, idx, 1, None, event.ts, event.ts
                 )
         return closed
+
+
+def _add_tokens(session: Session, event: Event) -> None:
+    """Add an event's token counts to its session's totals (a count the event lacks is left)."""
+    for name in TOKEN_METERS:
+        value = getattr(event, name)
+        if value is not None:
+            setattr(session, name, (getattr(session, name) or 0) + value)
 
 
 def _retry_row(session: Session) -> dict[str, Any] | None:

@@ -7,9 +7,12 @@ mapping table says the same for users):
   ``message``, a ``function_call`` or other tool call) opens the round; later items of the same
   response continue it (``same_round``) and add their tool calls. The ``token_count`` event
   written after the response closes it and adds its output tokens.
-* ``token_count`` totals are cumulative and re-emitted unchanged: the output tokens of a round
-  are the growth of ``total_token_usage.output_tokens``; a zero growth and ``info: null`` are
-  skipped. Reasoning tokens are already inside output tokens and are never added again.
+* ``token_count`` totals are cumulative and re-emitted unchanged: each count of a round is the
+  growth of its ``total_token_usage`` total (output, uncached input = ``input_tokens`` less
+  ``cached_input_tokens``, cache reads = ``cached_input_tokens``, reasoning =
+  ``reasoning_output_tokens``, which is inside the output and never added to it), so a
+  session's sums are its last totals; a zero growth and ``info: null`` are skipped. Codex
+  reports no cache writes. Each line's digest is its record key.
 * A tool's result continues the round that called it: ``function_call_output`` (or
   ``custom_tool_call_output``) is the observation, a digest of the call and its output. The
   exit code is a tool error: older builds put it in the output's JSON (``metadata.exit_code``),
@@ -25,14 +28,17 @@ mapping table says the same for users):
   task class is the last part of the session's ``cwd``.
 
 Reader state: the session, its task class and parent, the model of the turn, whether a round
-is open, the output-token total counted so far, whether a turn is open, the open tool calls
+is open, the token totals counted so far, whether a turn is open, the open tool calls
 and the calls whose status was already counted (both bounded).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
+
+import msgspec
 
 from ledger.core.events import ROUND, Event
 from ledger.formats.agent_records import (
@@ -42,6 +48,7 @@ from ledger.formats.agent_records import (
     digest,
     excerpt,
     folder_name,
+    keyed,
     moment,
     stamped,
     text_of,
@@ -65,6 +72,15 @@ IGNORED_EVENTS = frozenset({
     "dynamic_tool_call_response", "plan_update", "turn_diff", "process_rolled_back",
 })
 CALLS_MAX = 512
+#: Event fields and the cumulative ``total_token_usage`` counts they are the growth of; the
+#: uncached input is ``input_tokens`` less ``cached_input_tokens`` (see :func:`_totals`).
+TOKEN_TOTALS = (
+    ("output_tokens", "output_tokens"),
+    ("input_tokens", "uncached_input_tokens"),
+    ("cache_read_tokens", "cached_input_tokens"),
+    ("reasoning_tokens", "reasoning_output_tokens"),
+)
+_encode = msgspec.json.Encoder().encode
 NO_CALL = (None, "")
 
 
@@ -80,7 +96,7 @@ def read(value: Any, state: dict[str, Any], fallback: str) -> list[Record]:
     payload = as_object(obj.get("payload"), "field 'payload'")
     if not state:
         state.update(session=None, task_class=None, parent=None, model=None, open=False,
-                     total=0, turn=False, calls={}, settled={})
+                     totals={}, turn=False, calls={}, settled={})
     if kind == "session_meta":
         _meta(payload, state)
         return []
@@ -91,6 +107,8 @@ def read(value: Any, state: dict[str, Any], fallback: str) -> list[Record]:
     if kind == "compacted":
         return []
     events = _item(payload, state) if kind == "response_item" else _event(payload, state)
+    if events:  # a rollout's lines have no id: a line is known by its digest
+        keyed(events, hashlib.sha256(_encode(obj)).hexdigest()[:16])
     session = state["session"] or fallback
     return stamped(events, moment(obj), session, state["task_class"], state["parent"])
 
@@ -146,7 +164,8 @@ def _output(state: dict[str, Any], tools: list[str]) -> list[Event]:
     if same and not tools:
         return []
     return [Event(ROUND, same_round=same, tool_calls=len(tools), tool=",".join(tools) or None,
-                  detail=None if same else state["model"])]
+                  detail=None if same else state["model"],
+                  model=None if same else state["model"])]
 
 
 def _tool_output(item: dict[str, Any], state: dict[str, Any]) -> Event:
@@ -226,21 +245,40 @@ def _event(payload: dict[str, Any], state: dict[str, Any]) -> list[Event]:
 
 
 def _tokens(payload: dict[str, Any], state: dict[str, Any]) -> list[Event]:
-    """The growth of the cumulative output-token total; re-emitted totals add nothing."""
+    """The growth of the cumulative token totals; re-emitted totals add nothing. The output's
+    growth closes the round; input read without output growing continues it."""
     info = payload.get("info")
-    usage = info.get("total_token_usage") if isinstance(info, dict) else None
-    total = whole(usage.get("output_tokens")) if isinstance(usage, dict) else None
-    if total is None:
+    totals = _totals(info.get("total_token_usage") if isinstance(info, dict) else None)
+    if totals is None:
         return []
-    grown = total - state["total"]
-    if grown <= 0:
-        state["total"] = min(state["total"], total)  # a counter that restarted
-        return []
-    state["total"] = total
+    counted = state["totals"]
+    grown: dict[str, int | None] = {}
+    for name, total in totals.items():
+        before = counted.get(name) or 0
+        counted[name] = total  # (a counter that restarted starts again from its new total)
+        grown[name] = None if total is None else max(0, total - before)
+    if not grown["output_tokens"]:
+        if not any(grown.values()):
+            return []
+        return [Event(ROUND, same_round=True, **{**grown, "output_tokens": None})]
     same = state["open"]
     state["open"] = False
-    return [Event(ROUND, same_round=same, tool_calls=None if same else 0, output_tokens=grown,
-                  detail=None if same else state["model"])]
+    return [Event(ROUND, same_round=same, tool_calls=None if same else 0,
+                  detail=None if same else state["model"],
+                  model=None if same else state["model"], **grown)]
+
+
+def _totals(usage: Any) -> dict[str, int | None] | None:
+    """A ``total_token_usage`` as the event fields' totals (None without an output count)."""
+    if not isinstance(usage, dict) or whole(usage.get("output_tokens")) is None:
+        return None
+    counts = {key: whole(usage.get(key)) for key in
+              ("output_tokens", "cached_input_tokens", "reasoning_output_tokens")}
+    given, cached = whole(usage.get("input_tokens")), counts["cached_input_tokens"]
+    counts["uncached_input_tokens"] = (
+        None if given is None else max(0, given - (cached or 0))
+    )
+    return {name: counts[key] for name, key in TOKEN_TOTALS}
 
 
 def _tool_status(payload: dict[str, Any], state: dict[str, Any]) -> list[Event]:

@@ -3,6 +3,23 @@
 The position in the file (:class:`Cursor`) and the open sessions are plain data that the store
 saves in the same transaction as the rows they produced, so an ingest can stop anywhere and
 carry on later as if it had never stopped.
+
+A session is its session id, wherever its lines are. The first file to hold a session *owns*
+it (``sessions.source_id``, its state in ``fold_state``); a later file with lines of the same
+session *joins* it: it folds on from the owner's saved state, and the session lists both
+files (``Session.sources``, stored in ``session_sources``). Records are folded once per
+session: an event whose record key (:attr:`Event.key`: a Claude Code line's uuid, a Codex
+line's digest, a Langfuse observation's id) the session already holds is dropped and counted
+in the cursor's ``duplicates``. So a snapshot of a transcript and the transcript itself, or
+the history a resumed Claude Code session copies into its new file, count once, whichever
+file is read first, as long as each copy is the transcript's start (copies are; a piece cut
+from the middle, folded before the lines it follows, would be folded out of order).
+
+The keys a session holds are bounded: a session in one file keeps its last
+:data:`~ledger.core.fold.RECENT_KEYS` in its state (a record repeated later than that in one
+file counts again); a session in several files is checked against all its keys, read from
+its ``steps`` rows (``record_key``) once per batch that touches it, and held only while the
+batch is folded.
 """
 
 from __future__ import annotations
@@ -17,9 +34,9 @@ from typing import Any
 
 import msgspec
 
-from ledger.core.fold import Fold, Session, StepRow
+from ledger.core.fold import RECENT_KEYS, Fold, Session, StepRow
 from ledger.formats import langfuse
-from ledger.formats.agent_records import UnknownRecord
+from ledger.formats.agent_records import UnknownRecord, bounded
 from ledger.formats.detect import LANGFUSE, line_reader
 from ledger.formats.seed_dialects import (
     GATE,
@@ -43,6 +60,15 @@ _SESSION = itemgetter(0)  # a steps row's session_id
 OwnerLookup = Callable[[str], "str | None"]
 #: Given a session id, the session as a previous ingest of this source left it (None if new).
 SessionLoader = Callable[[str], "Session | None"]
+#: Given a source and a session id it owns, the session as it stands (None if it is gone).
+SessionJoin = Callable[[str, str], "Session | None"]
+#: Given a session id, the record keys of every step it holds.
+KeysLookup = Callable[[str], "set[str]"]
+
+
+class SharedSession(Exception):
+    """A record of a session another file owns, met where the session cannot be joined (a
+    worker process: the writer folds the file itself, see :mod:`ledger.ingest.parallel`)."""
 
 
 @dataclass
@@ -60,6 +86,7 @@ class Cursor:
     blank_lines: int = 0
     reader: dict[str, Any] = field(default_factory=dict)
     unknown: dict[str, int] = field(default_factory=dict)
+    duplicates: int = 0  # events dropped: their record was folded already (another copy)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -83,6 +110,8 @@ class Folded:
     sessions: list[dict[str, Any]]
     states: list[tuple[str, str, str]]  # session id, source id, resumable state as JSON
     cursor: dict[str, Any]
+    #: (source id, session id): the sources that joined a session another source owns
+    shared: list[tuple[str, str]] = field(default_factory=list)
 
 
 class SourceFold:
@@ -97,6 +126,8 @@ class SourceFold:
         sessions: dict[str, Session] | None = None,
         owner_of: OwnerLookup | None = None,
         load: SessionLoader | None = None,
+        join: SessionJoin | None = None,
+        keys_of: KeysLookup | None = None,
     ) -> None:
         self.fold = fold
         self.source_id = source_id
@@ -107,6 +138,9 @@ class SourceFold:
         self.sessions: dict[str, Session] = sessions if sessions is not None else {}
         self.owner_of = owner_of or (lambda _sid: None)
         self.load = load or (lambda _sid: None)
+        self.join = join
+        self.keys_of = keys_of or (lambda _sid: set())
+        self._keys: dict[str, set[str]] = {}  # the keys of the sessions in several files
         # Native and gate lines hold one record each: read straight into one record and its
         # session (about 0.2 us a line less than the general way, which allows several).
         self._one_record = {NATIVE: native_line, GATE: gate_line}.get(dialect)
@@ -222,11 +256,22 @@ class SourceFold:
             return session
         owner = self.owner_of(session_id)
         if owner is not None and owner != self.source_id:
-            raise RecordError(
-                f"session {session_id!r} already belongs to another ledger file "
-                f"(source {owner}); session ids must be unique to one file"
-            )
+            return self._join(session_id, owner)
         return self._open(session_id, record.task_class, parent=record.parent)
+
+    def _join(self, session_id: str, owner: str) -> Session:
+        """A session another file owns: fold on from where it stands (see the module doc)."""
+        if self.join is None:
+            raise SharedSession(session_id)
+        session = self.join(owner, session_id)
+        if session is None:
+            raise RecordError(f"session {session_id!r} of source {owner} has no saved state")
+        if not session.sources:
+            session.sources.append(owner)
+        if self.source_id not in session.sources:
+            session.sources.append(self.source_id)
+        self.sessions[session_id] = session
+        return session
 
     def _open(
         self, session_id: str, task_class: str | None, task: str | None = None,
@@ -248,6 +293,7 @@ class SourceFold:
                 task_class=task_class or self.task_class,
                 task=task,
                 parent_session_id=parent,
+                sources=[self.source_id],
             )
             self.sessions[session_id] = session
         elif task_class and session.state.events == 0:
@@ -255,6 +301,10 @@ class SourceFold:
         return session
 
     def _step(self, session: Session, record: Record, line: int | None, offset: int | None) -> None:
+        key = record.event.key
+        if key is not None and self._seen(session, key):
+            self.cursor.duplicates += 1
+            return
         if record.task_class and session.state.events == 0:
             session.task_class = record.task_class
         row, closed = self.fold.step(session, record.event, line, offset)
@@ -262,6 +312,22 @@ class SourceFold:
         if closed:
             self.out.incidents.extend(closed)
         self.touched.add(session.session_id)
+
+    def _seen(self, session: Session, key: str) -> bool:
+        """Whether the session holds this record already; if not, it does from now on."""
+        recent = session.recent
+        if key in recent:
+            return True
+        if len(session.sources) > 1:
+            keys = self._keys.get(session.session_id)
+            if keys is None:
+                keys = self._keys[session.session_id] = self.keys_of(session.session_id)
+            if key in keys:
+                return True
+            keys.add(key)
+        recent[key] = 0
+        bounded(recent, RECENT_KEYS)
+        return False
 
     # -- whole documents ---------------------------------------------------------------------
 
@@ -324,11 +390,13 @@ class SourceFold:
         the session alone gives (session_id, idx) order, for less than comparing pairs."""
         out, touched = self.take()
         out.steps.sort(key=_SESSION)
+        self._keys = {}  # read again for the next batch: another file may add to them
         return Folded(
             out,
             [s.row() for s in touched],
             [(s.session_id, s.source_id, state_json(s)) for s in touched],
             self.cursor.to_dict(),
+            [(src, s.session_id) for s in touched for src in s.sources[1:]],
         )
 
 

@@ -264,7 +264,7 @@ def test_trace_written_in_pieces_waits_for_the_whole_document(data: st.DataObjec
             ledger.write_bytes(doc[:cut])
             summary = ingest(Path(tmp) / "pieces.db", [ledger])
             assert (summary.errors, summary.steps, summary.notices) == (0, 0, [])
-            assert summary.waiting == [str(ledger)]
+            assert [w["path"] for w in summary.waiting] == [str(ledger)]
         ledger.write_bytes(doc)
         ingest(Path(tmp) / "pieces.db", [ledger])
         ingest(Path(tmp) / "whole.db", [ledger])
@@ -289,7 +289,7 @@ def test_a_file_with_no_complete_line_waits(tmp_path: Path, db_path: Path) -> No
     ledger = tmp_path / "l.jsonl"
     ledger.write_text('{"session": "s", "type": "ro')
     summary = ingest(db_path, [ledger])
-    assert summary.waiting == [str(ledger)]
+    assert summary.waiting == [{"path": str(ledger), "offset": 0, "bytes": 28}]
     assert rows(db_path, "select count(*) as n from sources")[0]["n"] == 0
 
 
@@ -344,17 +344,20 @@ def test_moved_file_is_not_duplicated(samples: Path, db_path: Path, tmp_path: Pa
     assert str(moved) in paths and str(ledger) not in paths
 
 
-def test_the_same_native_session_in_two_files_is_refused(
+def test_the_same_native_session_in_two_files_is_one_session(
     tmp_path: Path, db_path: Path, write_jsonl
 ) -> None:
+    """A session is its id wherever its lines are: the second file folds on from the first's
+    state (native events carry no record key, so none is taken for a copy)."""
     a = write_jsonl(tmp_path / "a.jsonl", [{"session": "s", "type": "round"}])
     b = write_jsonl(tmp_path / "b.jsonl", [{"session": "t", "type": "round"},
                                            {"session": "s", "type": "round"}])
     summary = ingest(db_path, [a, b])
-    assert (summary.steps, summary.errors) == (2, 1)
-    (error,) = rows(db_path, "select * from ingest_errors")
-    assert "session 's' already belongs to another ledger file" in error["reason"]
-    assert error["line"] == 2
+    assert (summary.steps, summary.errors) == (3, 0)
+    assert by_id(db_path)["s"]["rounds"] == 2
+    owner = by_id(db_path)["s"]["source_id"]
+    (joined,) = rows(db_path, "select * from session_sources")
+    assert joined["session_id"] == "s" and joined["source_id"] != owner
 
 
 def test_unknown_dialect_is_one_error(tmp_path: Path, db_path: Path) -> None:
