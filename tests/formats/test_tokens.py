@@ -1,6 +1,6 @@
 """Every token count, checked against figures counted apart from the ledger.
 
-``tests/fixtures/real-agent-logs/expected_tokens.json`` holds, for each real log (the samples
+``tests/fixtures/expected_tokens.json`` holds, for each real log (the samples
 here, and the 32 Claude Code and Codex files of ``shared/fixtures/real-agent-logs/more/``
 beside the repository when it is there, as in CI), figures counted from the raw JSON by a
 separate script (Claude Code: one API response per ``message.id`` and ``requestId``, each
@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from ledger.ingest.replay import replay
-from tests.helpers import REAL_LOGS, ROOT
+from tests.helpers import FIXTURES, REAL_LOGS, ROOT
 
-TABLE = json.loads((REAL_LOGS / "expected_tokens.json").read_text())
+TABLE = json.loads((FIXTURES / "expected_tokens.json").read_text())
 MORE = ROOT.parent / "shared" / "fixtures" / "real-agent-logs"
 COUNTS = ("input_tokens", "output_tokens", "cache_creation_tokens", "cache_read_tokens")
 

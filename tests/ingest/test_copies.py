@@ -70,6 +70,33 @@ def test_any_copies_of_a_transcript_in_any_order_give_the_transcript_alone(
         assert sessions_and_steps(folder / "copies.db") == sessions_and_steps(folder / "alone.db")
 
 
+@settings(max_examples=20, deadline=None)
+@given(data=st.data())
+def test_a_transcript_that_grows_after_its_snapshots_were_read_gives_the_transcript_alone(
+    data: st.DataObject,
+) -> None:
+    """Incremental equals one-shot for a session in several files: the transcript joins its
+    snapshots' session while it is written, cut at any byte, ingested after each piece."""
+    name = data.draw(st.sampled_from(TRANSCRIPTS))
+    text = (REAL_LOGS / name).read_bytes()
+    lines = text.splitlines(keepends=True)
+    cuts = data.draw(st.lists(st.integers(1, len(lines)), min_size=1, max_size=3))
+    pieces = sorted(set(data.draw(st.lists(st.integers(1, len(text) - 1), max_size=5))))
+    with scratch_dir() as tmp:
+        folder = Path(tmp)
+        full, *snapshots = write_copies(folder, lines, cuts)
+        ingest(folder / "alone.db", [full])
+        ingest(folder / "copies.db", snapshots)
+        done = 0
+        full.write_bytes(b"")
+        for cut in [*pieces, len(text)]:
+            with full.open("ab") as f:
+                f.write(text[done:cut])
+            done = cut
+            assert ingest(folder / "copies.db", [full]).errors == 0
+        assert sessions_and_steps(folder / "copies.db") == sessions_and_steps(folder / "alone.db")
+
+
 def test_a_snapshot_then_the_full_transcript_puts_nothing_aside_and_counts_once(
     tmp_path: Path,
 ) -> None:
