@@ -4,7 +4,9 @@ The position in the file (:class:`Cursor`) and the open sessions are plain data 
 saves in the same transaction as the rows they produced, so an ingest can stop anywhere and
 carry on later as if it had never stopped.
 
-A session is its session id, wherever its lines are. The first file to hold a session *owns*
+A session of a real agent log is its session id, wherever its lines are (the seeds' dialects
+carry no record identity, so there a session id stays unique to one file, and a second file's
+lines of it are put aside). The first file to hold a session *owns*
 it (``sessions.source_id``, its state in ``fold_state``); a later file with lines of the same
 session *joins* it: it folds on from the owner's saved state, and the session lists both
 files (``Session.sources``, stored in ``session_sources``). Records are folded once per
@@ -37,7 +39,7 @@ import msgspec
 from ledger.core.fold import RECENT_KEYS, Fold, Session, StepRow
 from ledger.formats import langfuse
 from ledger.formats.agent_records import UnknownRecord, bounded
-from ledger.formats.detect import LANGFUSE, line_reader
+from ledger.formats.detect import IMPORTED, LANGFUSE, line_reader
 from ledger.formats.seed_dialects import (
     GATE,
     NATIVE,
@@ -256,6 +258,13 @@ class SourceFold:
             return session
         owner = self.owner_of(session_id)
         if owner is not None and owner != self.source_id:
+            if self.dialect not in IMPORTED:
+                # The seeds' records carry no identity: a copy of one could not be told from
+                # a record of its own, so their session ids stay unique to one file.
+                raise RecordError(
+                    f"session {session_id!r} already belongs to another ledger file "
+                    f"(source {owner}); session ids must be unique to one file"
+                )
             return self._join(session_id, owner)
         return self._open(session_id, record.task_class, parent=record.parent)
 

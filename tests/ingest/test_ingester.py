@@ -344,20 +344,17 @@ def test_moved_file_is_not_duplicated(samples: Path, db_path: Path, tmp_path: Pa
     assert str(moved) in paths and str(ledger) not in paths
 
 
-def test_the_same_native_session_in_two_files_is_one_session(
+def test_the_same_native_session_in_two_files_is_refused(
     tmp_path: Path, db_path: Path, write_jsonl
 ) -> None:
-    """A session is its id wherever its lines are: the second file folds on from the first's
-    state (native events carry no record key, so none is taken for a copy)."""
     a = write_jsonl(tmp_path / "a.jsonl", [{"session": "s", "type": "round"}])
     b = write_jsonl(tmp_path / "b.jsonl", [{"session": "t", "type": "round"},
                                            {"session": "s", "type": "round"}])
     summary = ingest(db_path, [a, b])
-    assert (summary.steps, summary.errors) == (3, 0)
-    assert by_id(db_path)["s"]["rounds"] == 2
-    owner = by_id(db_path)["s"]["source_id"]
-    (joined,) = rows(db_path, "select * from session_sources")
-    assert joined["session_id"] == "s" and joined["source_id"] != owner
+    assert (summary.steps, summary.errors) == (2, 1)
+    (error,) = rows(db_path, "select * from ingest_errors")
+    assert "session 's' already belongs to another ledger file" in error["reason"]
+    assert error["line"] == 2
 
 
 def test_unknown_dialect_is_one_error(tmp_path: Path, db_path: Path) -> None:

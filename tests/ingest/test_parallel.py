@@ -148,18 +148,18 @@ def test_a_session_an_earlier_file_of_the_run_opened_sends_the_later_file_back(
 ) -> None:
     """The worker folding b.jsonl cannot see that a.jsonl, written meanwhile, opened "s":
     the writer finds out before writing that line's part (or the batch's end, which holds
-    its last lines) and folds b itself, joining b's lines of "s" to it. (With parts of one
-    line, b's first part was written already: rolled back.)"""
+    its last lines) and folds b itself, refusing those lines. (With parts of one line, b's
+    first part was written already: rolled back.)"""
     a = write_jsonl(tmp_path / "runs" / "a.jsonl", [{"session": "s", "type": "round"}])
     b = write_jsonl(tmp_path / "runs" / "b.jsonl", [
         {"session": "t", "type": "round"}, {"session": "s", "type": "round"}])
     here, ahead, one, other = two_ways([a, b], tmp_path, batch=batch)
     assert_same(here, ahead)
-    assert (other.steps, other.errors) == (3, 0)
+    assert (other.steps, other.errors) == (2, 1)
     assert writer_folds == ["b.jsonl"]
 
 
-def test_a_session_owned_before_the_run_is_joined_by_the_writer(
+def test_a_session_owned_before_the_run_is_refused_by_the_worker(
     tmp_path: Path, write_jsonl: Callable[..., Path], writer_folds: list[str]
 ) -> None:
     old = write_jsonl(tmp_path / "old" / "a.jsonl", [{"session": "s", "type": "round"}])
@@ -172,9 +172,8 @@ def test_a_session_owned_before_the_run_is_joined_by_the_writer(
         ingest(tmp_path / db, [old], Options(jobs=0))
     here, ahead, one, other = two_ways(runs, tmp_path)
     assert_same(here, ahead)
-    assert other.errors == 0
-    # the workers read the owner in the database, and leave joining it to the writer
-    assert writer_folds == ["0.jsonl", "1.jsonl", "2.jsonl"]
+    assert other.errors == 3
+    assert writer_folds == []  # the workers read the owner in the database
 
 
 @pytest.mark.parametrize("batch", [5, 20_000])
