@@ -57,8 +57,9 @@ class Event(msgspec.Struct, gc=False):
     reasoning_tokens: int | None = None
     model: str | None = None  # the model that answered (a round's first event)
     #: The record's identity wherever it is copied (a Claude Code line's ``uuid``, a Codex
-    #: line's digest, a Langfuse observation's id, with the event's place in its record): a
-    #: session drops an event whose key it has folded already (see ledger/ingest/source.py).
+    #: line's place and digest, a Langfuse observation's id, with the event's place in its
+    #: record): a session drops an event whose key it has folded already (see
+    #: ledger/ingest/source.py).
     key: str | None = None
 
     @property

@@ -4,17 +4,17 @@ What a record becomes (the README's mapping table says the same for users):
 
 * ``assistant`` lines are model rounds. Claude Code writes one line per content block (text,
   thinking, each ``tool_use``) and repeats the message's ``usage`` on each, sometimes growing,
-  so the round is the API response, keyed by ``message.id`` and ``requestId`` (as ccusage
-  keys it). The first line of a response is a round; later lines continue it
-  (``same_round``), adding their ``tool_use`` blocks and the growth of each usage count
-  (``input_tokens``, ``cache_creation_input_tokens``, ``cache_read_input_tokens``,
-  ``output_tokens``) over what was counted: usage is taken once per response, the fullest
-  seen, never summed per line. The input and cache counts are fixed when the response
-  starts, so they equal ccusage's; ccusage keeps the *first* line's ``output_tokens``, a
-  partial count while the response streams (its issue 901), where the ledger keeps the
-  final one. The model is the round's ``model`` (and its ``detail``). A response id seen
-  before in the session (one of its last 256; a replayed transcript) is skipped and counted in
-  the reader state.
+  so the round is the API response, keyed by ``message.id`` (``requestId`` if it has none;
+  ccusage keys it by both, which go together in real transcripts). The first line of a response
+  is a round; later lines continue it (``same_round``), adding their ``tool_use`` blocks and the
+  growth of each usage count (``input_tokens``, ``cache_creation_input_tokens``,
+  ``cache_read_input_tokens``, ``output_tokens``) over what was counted: usage is taken once per
+  response, the fullest seen, never summed per line. The input and cache counts are fixed when
+  the response starts, so they equal ccusage's; ccusage keeps the *first* line's
+  ``output_tokens``, a partial count while the response streams (its issue 901), where the
+  ledger keeps the final one. The model is the round's ``model`` (and its ``detail``). A
+  response id seen before in the session (one of its last 256; a replayed transcript) is skipped
+  and counted in the reader state.
 * ``message.stop_reason`` is null on every line Claude Code writes: null is "not a stop". A
   non-null value is passed on as the vendor stop string.
 * Synthetic API-error lines (``isApiErrorMessage``, model ``<synthetic>``) and the
@@ -187,13 +187,14 @@ def _assistant(obj: dict[str, Any], mine: dict[str, Any]) -> list[Event]:
 
 
 def _response_id(message: dict[str, Any], obj: dict[str, Any]) -> str | None:
-    """The API response a line belongs to: ``message.id`` with ``requestId`` (ccusage's key for
-    one response), else whichever of them, or the line's ``uuid``, it has."""
-    parts = [v for v in (message.get("id"), obj.get("requestId")) if isinstance(v, str) and v]
-    if parts:
-        return ":".join(parts)
-    uuid = obj.get("uuid")
-    return uuid if isinstance(uuid, str) else None
+    """The API response a line belongs to: ``message.id``, else ``requestId``, else the line's
+    ``uuid``. (ccusage keys a response by ``message.id`` and ``requestId`` together: in every
+    real transcript the two go together, and a message id is one response whatever request
+    it is logged under.)"""
+    for key in (message.get("id"), obj.get("requestId"), obj.get("uuid")):
+        if isinstance(key, str) and key:
+            return key
+    return None
 
 
 def _usage_growth(usage: Any, mine: dict[str, Any]) -> dict[str, int | None]:

@@ -12,7 +12,10 @@ mapping table says the same for users):
   ``cached_input_tokens``, cache reads = ``cached_input_tokens``, reasoning =
   ``reasoning_output_tokens``, which is inside the output and never added to it), so a
   session's sums are its last totals; a zero growth and ``info: null`` are skipped. Codex
-  reports no cache writes. Each line's digest is its record key.
+  reports no cache writes.
+* A rollout's lines carry no id: a line's record key is its place among the rollout's records
+  and its digest, so a copy of the rollout (or of its start) counts once, and the same line
+  written twice (three identical ``error`` events) counts twice.
 * A tool's result continues the round that called it: ``function_call_output`` (or
   ``custom_tool_call_output``) is the observation, a digest of the call and its output. The
   exit code is a tool error: older builds put it in the output's JSON (``metadata.exit_code``),
@@ -28,8 +31,8 @@ mapping table says the same for users):
   task class is the last part of the session's ``cwd``.
 
 Reader state: the session, its task class and parent, the model of the turn, whether a round
-is open, the token totals counted so far, whether a turn is open, the open tool calls
-and the calls whose status was already counted (both bounded).
+is open, the token totals counted so far, the records read (for their keys), whether a turn
+is open, the open tool calls and the calls whose status was already counted (both bounded).
 """
 
 from __future__ import annotations
@@ -96,7 +99,8 @@ def read(value: Any, state: dict[str, Any], fallback: str) -> list[Record]:
     payload = as_object(obj.get("payload"), "field 'payload'")
     if not state:
         state.update(session=None, task_class=None, parent=None, model=None, open=False,
-                     totals={}, turn=False, calls={}, settled={})
+                     totals={}, turn=False, calls={}, settled={}, records=0)
+    state["records"] += 1
     if kind == "session_meta":
         _meta(payload, state)
         return []
@@ -107,8 +111,8 @@ def read(value: Any, state: dict[str, Any], fallback: str) -> list[Record]:
     if kind == "compacted":
         return []
     events = _item(payload, state) if kind == "response_item" else _event(payload, state)
-    if events:  # a rollout's lines have no id: a line is known by its digest
-        keyed(events, hashlib.sha256(_encode(obj)).hexdigest()[:16])
+    if events:  # a rollout's lines have no id: a line is known by its place and its digest
+        keyed(events, f"{state['records']}-{hashlib.sha256(_encode(obj)).hexdigest()[:12]}")
     session = state["session"] or fallback
     return stamped(events, moment(obj), session, state["task_class"], state["parent"])
 

@@ -6,16 +6,16 @@ carry on later as if it had never stopped.
 
 A session of a real agent log is its session id, wherever its lines are (the seeds' dialects
 carry no record identity, so there a session id stays unique to one file, and a second file's
-lines of it are put aside). The first file to hold a session *owns*
-it (``sessions.source_id``, its state in ``fold_state``); a later file with lines of the same
-session *joins* it: it folds on from the owner's saved state, and the session lists both
-files (``Session.sources``, stored in ``session_sources``). Records are folded once per
-session: an event whose record key (:attr:`Event.key`: a Claude Code line's uuid, a Codex
-line's digest, a Langfuse observation's id) the session already holds is dropped and counted
-in the cursor's ``duplicates``. So a snapshot of a transcript and the transcript itself, or
-the history a resumed Claude Code session copies into its new file, count once, whichever
-file is read first, as long as each copy is the transcript's start (copies are; a piece cut
-from the middle, folded before the lines it follows, would be folded out of order).
+lines of it are put aside). The first file to hold a session *owns* it (``sessions.source_id``,
+its state in ``fold_state``); a later file with lines of the same session *joins* it: it folds
+on from the owner's saved state, and the session lists both files (``Session.sources``, stored
+in ``session_sources``). Records are folded once per session: an event whose record key
+(:attr:`Event.key`: a Claude Code line's uuid, a Codex line's place and digest, a Langfuse
+observation's id) the session already holds is dropped and counted in the cursor's
+``duplicates``. So a snapshot of a transcript and the transcript itself, or the history a
+resumed Claude Code session copies into its new file, count once, whichever file is read first,
+as long as each copy is the transcript's start (copies are; a piece cut from the middle, folded
+before the lines it follows, would be folded out of order).
 
 The keys a session holds are bounded: a session in one file keeps its last
 :data:`~ledger.core.fold.RECENT_KEYS` in its state (a record repeated later than that in one
