@@ -170,7 +170,9 @@ def format_summary(summary: Summary, db_path: str) -> str:
     if summary.redactions:
         lines.append(f"{summary.redactions} secrets redacted")
     if summary.waiting:
-        lines.append(f"{len(summary.waiting)} files have no complete line yet (left for later)")
+        lines.append(f"{len(summary.waiting)} files end in an unfinished line (left for later):")
+        lines.extend(f"  {w['path']}: {w['bytes']} bytes from byte {w['offset']}"
+                     for w in summary.waiting)
     if summary.skipped:
         lines.append(f"{len(summary.skipped)} files skipped (see the notes above)")
     if summary.unknown_records:

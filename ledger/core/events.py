@@ -48,17 +48,25 @@ class Event(msgspec.Struct, gc=False):
     #: a missing observation as "" and a missing tool_error as false).
     unmetered: frozenset[str] = frozenset()
     same_round: bool = False  # continues the current round (see the module docstring)
-    #: Money (see ledger.core.pricing): a round's prompt tokens and its model, which price it
-    #: with ``output_tokens``, or the cost in USD the log gives (which wins over a price).
-    input_tokens: int | None = None  # not read from or written to a cache
+    #: What the model was sent and read, beside ``output_tokens`` (see :data:`TOKEN_METERS`):
+    #: input not read from a cache, input written to the cache, input read from it, and the
+    #: reasoning part of the output (already inside ``output_tokens``). None: not in the log.
+    #: With ``model`` they price a round (see ledger.core.pricing), unless the log gives its
+    #: ``cost`` in USD, which wins over a price.
+    input_tokens: int | None = None
     cache_creation_tokens: int | None = None
     cache_read_tokens: int | None = None
-    reasoning_tokens: int | None = None  # part of output_tokens
-    model: str | None = None
+    reasoning_tokens: int | None = None
+    model: str | None = None  # the model that answered (a round's first event)
     cost: float | None = None
     #: A tool call the action map does not name: counted as a write (fail closed), and listed
     #: as a gap in the write meter (an ``unclassified_tool`` incident).
     unclassified: bool = False
+    #: The record's identity wherever it is copied (a Claude Code line's ``uuid``, a Codex
+    #: line's place and digest, a Langfuse observation's id, with the event's place in its
+    #: record): a session drops an event whose key it has folded already (see
+    #: ledger/ingest/source.py).
+    key: str | None = None
 
     @property
     def has_observation(self) -> bool:
@@ -79,6 +87,11 @@ METERS = (
     "round_counter", "tool_calls", "output_tokens", "tool_errors", "observations",
     "elapsed_time", "write_classification", "cost",
 )
+
+
+#: The token counts an event may carry besides ``output_tokens``, in the order of their
+#: ``steps`` and ``sessions`` columns (no cap reads them: they are stored, not metered).
+TOKEN_METERS = ("input_tokens", "cache_creation_tokens", "cache_read_tokens", "reasoning_tokens")
 
 
 def meters_of(event: Event) -> set[str]:

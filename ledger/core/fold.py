@@ -16,7 +16,7 @@ import msgspec
 
 from ledger.core.actions import ActionMap
 from ledger.core.budget import GATE, LOOP, Budget, Machine, State
-from ledger.core.events import METERS, Event, meters_of
+from ledger.core.events import METERS, TOKEN_METERS, Event, meters_of
 from ledger.core.pricing import PriceBook, price_event
 from ledger.core.reasons import CONTINUE, StopReason
 from ledger.core.vendors import classify
@@ -28,6 +28,9 @@ TOOL_MAX = 200
 EXCERPT_MAX = 200
 MEMO_CHARS = 200  # texts up to this long are redacted once per fold and remembered
 MEMO_ENTRIES = 4096
+
+MODELS_MAX = 8  # the models a session row names, at most
+RECENT_KEYS = 128  # record keys a session remembers, for a record repeated in one file
 
 INCIDENT_LENGTH = 2  # a run of retries or of one observation is an incident from its second
 RETRY_STORM = "retry_storm"
@@ -48,6 +51,8 @@ STEP_COLUMNS = (
     "total_rounds", "total_steps", "total_tool_calls", "total_output_tokens",
     "consecutive_errors", "total_writes", "stop_reason", "after_stop", "source_id",
     "source_line", "source_offset", "same_round",
+    "input_tokens", "cache_creation_tokens", "cache_read_tokens", "reasoning_tokens", "model",
+    "record_key",
 )
 StepRow = tuple[Any, ...]
 
@@ -101,6 +106,17 @@ class Session:
     #: Tool calls the action map did not name: while there are any, the session's write
     #: classification is incomplete, so it does not carry that meter.
     unclassified: int = 0
+    #: Token totals beside ``state.output_tokens`` (None: no event carried the count), and the
+    #: models that answered, in the order they first did.
+    input_tokens: int | None = None
+    cache_creation_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    models: list[str] = field(default_factory=list)
+    #: The sources whose records the session holds (its owner first; more when copies of it
+    #: are in several files), and the keys of its last records (see ledger/ingest/source.py).
+    sources: list[str] = field(default_factory=list)
+    recent: dict[str, int] = field(default_factory=dict)  # insertion-ordered, oldest first
 
     def row(self) -> dict[str, Any]:
         """The ``sessions`` row as it stands now."""
@@ -137,6 +153,11 @@ class Session:
             # Money: None where no round carried a cost (the log gave none, nobody priced it).
             "cost_usd": s.cost if "cost" in self.meters else None,
             "price_source": s.price_source,
+            "input_tokens": self.input_tokens,
+            "cache_creation_tokens": self.cache_creation_tokens,
+            "cache_read_tokens": self.cache_read_tokens,
+            "reasoning_tokens": self.reasoning_tokens,
+            "models": ",".join(self.models) or None,
         }
 
     def open_incidents(self) -> list[dict[str, Any]]:
@@ -153,7 +174,9 @@ class Session:
             run = data[key]
             if run is not None:
                 data[key] = {name: getattr(run, name) for name in _RUN_FIELDS}
-        data["meters"] = list(self.meters)
+        for key in ("meters", "models", "sources"):
+            data[key] = list(data[key])
+        data["recent"] = dict(self.recent)
         return data
 
     @classmethod
@@ -301,6 +324,14 @@ class Fold:
                 tool or "", idx, idx, 1, detail, ts, ts,
                 blocked=reason is not None,
             )))
+        if (event.input_tokens is not None or event.cache_read_tokens is not None
+                or event.cache_creation_tokens is not None or event.reasoning_tokens is not None):
+            _add_tokens(session, event)
+        model = event.model
+        if model is not None:
+            model = plain.get(model) or self.clean(session, model, TOOL_MAX)
+            if model not in session.models and len(session.models) < MODELS_MAX:
+                session.models.append(model)
         tool_error = event.tool_error
         stop_at = state.stop_at
         # Flags as the ints 1 and 0 (SQLite binds a bool through an adapter search), by a
@@ -331,6 +362,12 @@ class Fold:
             line,
             offset,
             1 if event.same_round else 0,
+            event.input_tokens,
+            event.cache_creation_tokens,
+            event.cache_read_tokens,
+            event.reasoning_tokens,
+            model,
+            event.key,
         )
         return row, incidents
 
@@ -379,6 +416,14 @@ class Fold:
                     state.last_observation_hash or "", idx, idx, 1, None, event.ts, event.ts
                 )
         return closed
+
+
+def _add_tokens(session: Session, event: Event) -> None:
+    """Add an event's token counts to its session's totals (a count the event lacks is left)."""
+    for name in TOKEN_METERS:
+        value = getattr(event, name)
+        if value is not None:
+            setattr(session, name, (getattr(session, name) or 0) + value)
 
 
 def _retry_row(session: Session) -> dict[str, Any] | None:

@@ -247,6 +247,26 @@ def _m009_steps_by_session(db: sqlite_utils.Database) -> None:
     conn.execute("ALTER TABLE steps_by_session RENAME TO steps")
 
 
+def _m011_tokens(db: sqlite_utils.Database) -> None:
+    """Every token count and the model, per step and per session; each step's record key; and
+    which other sources hold records of a session (copies of one transcript in several files).
+
+    A session's totals are NULL where no step carried the count (a log that does not measure
+    it), as a step's are. ``session_sources`` lists only the sources that joined a session
+    another source owns, so forgetting either finds the other (see ``writes.forget_source``)."""
+    for column in ("input_tokens", "cache_creation_tokens", "cache_read_tokens",
+                   "reasoning_tokens"):
+        db["steps"].add_column(column, int)
+        db["sessions"].add_column(column, int)
+    db["steps"].add_column("model", str)
+    db["steps"].add_column("record_key", str)
+    db["sessions"].add_column("models", str)
+    db["session_sources"].create(
+        {"source_id": str, "session_id": str}, pk=("source_id", "session_id")
+    )
+    db["session_sources"].create_index(["session_id"])
+
+
 def _m012_prices(db: sqlite_utils.Database) -> None:
     """Money (issue 19): what each session spent in US dollars, and who priced it.
 
@@ -269,6 +289,7 @@ MIGRATIONS: Sequence[tuple[str, Migration]] = (
     ("007_parity_groups", _m007_parity_groups),
     ("008_parity_group_counts", _m008_parity_group_counts),
     ("009_steps_by_session", _m009_steps_by_session),
+    ("011_tokens", _m011_tokens),
     ("012_prices", _m012_prices),
 )
 

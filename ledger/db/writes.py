@@ -66,6 +66,7 @@ def write_batch(
     sessions: Sequence[dict[str, Any]],
     states: Sequence[tuple[str, str, str]],
     source: dict[str, Any] | None,
+    shared: Sequence[tuple[str, str]] = (),
 ) -> None:
     """Write one batch as :meth:`SourceFold.take_folded` gives it (``steps`` rows in primary-key
     order, values in :data:`STEP_COLUMNS` order; ``states`` as JSON), inside a write
@@ -91,6 +92,10 @@ def write_batch(
             for sid, src, state in states
         ],
     )
+    if shared:
+        conn.executemany(
+            "INSERT OR IGNORE INTO session_sources (source_id, session_id) VALUES (?, ?)", shared
+        )
     if source is not None:
         _upsert(conn, "sources", [source])
 
@@ -104,11 +109,50 @@ def replace_all(
     _upsert(conn, table, rows)
 
 
-def forget_source(conn: sqlite3.Connection, source_id: str, pending: rollup.Pending) -> None:
+def forget_source(conn: sqlite3.Connection, source_id: str, pending: rollup.Pending) -> list[str]:
     """Delete everything that came from one source (before it is read again from the start);
-    its sessions' contributions are taken out of the rollup through ``pending``."""
+    its sessions' contributions are taken out of the rollup through ``pending``.
+
+    A session whose records are in several files (``session_sources``) goes whole, so the
+    other files that hold it are forgotten too (and so on, for their other sessions): each is
+    read again from its start when next ingested. Returns the paths of those others."""
+    linked = _linked_sources(conn, source_id)
+    paths = []
+    for each in (source_id, *sorted(linked)):
+        row = conn.execute("SELECT path FROM sources WHERE source_id = ?", (each,)).fetchone()
+        if each != source_id and row is not None:
+            paths.append(row[0])
+        _forget_one(conn, each, pending)
+    return paths
+
+
+def _linked_sources(conn: sqlite3.Connection, source_id: str) -> set[str]:
+    """The other sources that share a session with ``source_id``, directly or through others."""
+    found, todo = {source_id}, [source_id]
+    while todo:
+        current = todo.pop()
+        rows = conn.execute(
+            "SELECT source_id FROM sessions WHERE session_id IN ("
+            "  SELECT session_id FROM session_sources WHERE source_id = ?) "
+            "UNION SELECT source_id FROM session_sources WHERE session_id IN ("
+            "  SELECT session_id FROM sessions WHERE source_id = ? "
+            "  UNION SELECT session_id FROM session_sources WHERE source_id = ?)",
+            (current, current, current),
+        )
+        for (other,) in rows:
+            if other not in found:
+                found.add(other)
+                todo.append(other)
+    return found - {source_id}
+
+
+def _forget_one(conn: sqlite3.Connection, source_id: str, pending: rollup.Pending) -> None:
     sessions = "SELECT session_id FROM sessions WHERE source_id = ?"
     pending.take_out(conn, [sid for (sid,) in conn.execute(sessions, (source_id,))])
+    conn.execute(
+        f"DELETE FROM session_sources WHERE source_id = ? OR session_id IN ({sessions})",
+        (source_id, source_id),
+    )
     for table in ("incidents", "steps"):
         conn.execute(f"DELETE FROM {table} WHERE session_id IN ({sessions})", (source_id,))
     conn.execute("DELETE FROM fold_state WHERE source_id = ?", (source_id,))

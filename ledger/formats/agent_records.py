@@ -72,6 +72,15 @@ def stamped(
     return [Record(e, session=session, task_class=task_class, parent=parent) for e in events]
 
 
+def keyed(events: list[Event], identity: Any) -> None:
+    """Give each event its record's identity (``identity``, then ``identity:1``, ... for a
+    record of several events), so a copy of the record in another file or later in the same
+    one is recognised; an event whose record has no identity gets none."""
+    if isinstance(identity, str) and identity:
+        for index, event in enumerate(events):
+            event.key = f"{identity}:{index}" if index else identity
+
+
 def tool_result(
     tool: str | None, call: str, output: Any, failed: bool | None, detail: str | None = None
 ) -> Event:

@@ -4,12 +4,17 @@ What a record becomes (the README's mapping table says the same for users):
 
 * ``assistant`` lines are model rounds. Claude Code writes one line per content block (text,
   thinking, each ``tool_use``) and repeats the message's ``usage`` on each, sometimes growing,
-  so the round is the API response, keyed by ``message.id`` (``requestId`` if it has none).
-  The first line of a response is a round; later lines continue it (``same_round``), adding
-  their ``tool_use`` blocks and the growth of ``output_tokens`` over what was counted: usage
-  is taken once per response, the fullest seen, never summed per line. A response id seen
-  before in the session (one of its last 256; a replayed transcript) is skipped and counted in
-  the reader state.
+  so the round is the API response, keyed by ``message.id`` (``requestId`` if it has none;
+  ccusage keys it by both, which go together in real transcripts). The first line of a response
+  is a round; later lines continue it (``same_round``), adding their ``tool_use`` blocks and the
+  growth of each usage count (``input_tokens``, ``cache_creation_input_tokens``,
+  ``cache_read_input_tokens``, ``output_tokens``) over what was counted: usage is taken once per
+  response, the fullest seen, never summed per line. The input and cache counts are fixed when
+  the response starts, so they equal ccusage's; ccusage keeps the *first* line's
+  ``output_tokens``, a partial count while the response streams (its issue 901), where the
+  ledger keeps the final one. The model is the round's ``model`` (and its ``detail``). A
+  response id seen before in the session (one of its last 256; a replayed transcript) is skipped
+  and counted in the reader state.
 * ``message.stop_reason`` is null on every line Claude Code writes: null is "not a stop". A
   non-null value is passed on as the vendor stop string.
 * Synthetic API-error lines (``isApiErrorMessage``, model ``<synthetic>``) and the
@@ -29,8 +34,11 @@ What a record becomes (the README's mapping table says the same for users):
 * Sub-agent (sidechain) lines belong to their own session, ``<sessionId>:agent-<agentId>``,
   linked to the parent session ``<sessionId>``; the parent never counts their usage.
 * The task class is the project folder name (the last part of ``cwd``).
+* Each line's ``uuid`` is its record key: a copy of the line (a snapshot of the transcript,
+  the history a resumed or forked session copies with its original ``sessionId``) is folded
+  once per session (see ledger/ingest/source.py).
 
-Reader state, per session: the current response id and the output tokens counted for it, the
+Reader state, per session: the current response id and the usage counted for it, the
 ids of the last 256 responses, the open tool calls (name and input digest, bounded) and the
 calls that failed (their digests, bounded).
 """
@@ -48,6 +56,7 @@ from ledger.formats.agent_records import (
     digest,
     excerpt,
     folder_name,
+    keyed,
     moment,
     remember_outcome,
     stamped,
@@ -74,6 +83,14 @@ NOT_PROMPTS = ("<command-name>", "<command-message>", "<local-command-stdout>",
 INTERRUPTED = "[Request interrupted by user"
 REJECTED = "The user doesn't want to proceed with this tool use"
 SEEN_MAX = 256
+#: Event fields and the ``message.usage`` counts they take (Claude Code writes no reasoning
+#: count: thinking is inside ``output_tokens``).
+USAGE_FIELDS = (
+    ("output_tokens", "output_tokens"),
+    ("input_tokens", "input_tokens"),
+    ("cache_creation_tokens", "cache_creation_input_tokens"),
+    ("cache_read_tokens", "cache_read_input_tokens"),
+)
 TOOLS_MAX = 512
 
 
@@ -96,13 +113,14 @@ def read(value: Any, state: dict[str, Any], fallback: str, actions: ActionMap) -
     if kind == "system" and obj.get("subtype") in IGNORED_SYSTEM:
         return []
     session, parent = _session(obj)
-    mine = state.setdefault(session, {"round": None, "counted": 0, "seen": {}, "tools": {}})
+    mine = state.setdefault(session, {"round": None, "counted": {}, "seen": {}, "tools": {}})
     if kind == "assistant":
         events = _assistant(obj, mine, actions)
     elif kind == "user":
         events = _user(obj, mine)
     else:
         events = _system(obj)
+    keyed(events, obj.get("uuid"))
     return stamped(events, moment(obj), session, folder_name(obj.get("cwd")), parent)
 
 
@@ -140,11 +158,8 @@ def _assistant(obj: dict[str, Any], mine: dict[str, Any], actions: ActionMap) ->
         _close_round(mine)
         kind = [str(v) for v in (obj.get("error"), obj.get("apiErrorStatus")) if v is not None]
         return [Event("retry", tool="api", detail=" ".join(kind) or "API error")]
-    key = message.get("id") or obj.get("requestId") or obj.get("uuid")
-    key = key if isinstance(key, str) else None
+    key = _response_id(message, obj)
     tools = [b for b in _blocks(message) if b.get("type") == "tool_use"]
-    usage = message.get("usage")
-    tokens = whole(usage.get("output_tokens")) if isinstance(usage, dict) else None
     stop = message.get("stop_reason")
     vendor = stop if isinstance(stop, str) and stop else None
     same = key is not None and key == mine["round"]
@@ -159,22 +174,23 @@ def _assistant(obj: dict[str, Any], mine: dict[str, Any], actions: ActionMap) ->
         if isinstance(block.get("id"), str):
             mine["tools"][block["id"]] = [name, digest(name, block.get("input"))]
     bounded(mine["tools"], TOOLS_MAX)
-    added = None
-    if tokens is not None:
-        added = max(0, tokens - mine["counted"]) if same else tokens
-        mine["counted"] = max(mine["counted"], tokens)
-    if same and not tools and not added and vendor is None:
+    if not same:
+        mine["counted"] = {}
+    added = _usage_growth(message.get("usage"), mine)
+    if same and not tools and not any(v for v in added.values()) and vendor is None:
         return []  # another block of the same response, adding nothing
     names = [b["name"] for b in tools if isinstance(b.get("name"), str)]
     model = message.get("model")
+    model = None if same or not isinstance(model, str) else model
     return [Event(
         ROUND,
         same_round=same,
         tool_calls=len(tools),
-        output_tokens=added,
         vendor_stop=vendor,
         tool=",".join(names) or None,
-        detail=None if same or not isinstance(model, str) else model,
+        detail=model,
+        model=model,
+        **added,
     ), *_tool_calls(tools, mine, actions)]
 
 
@@ -191,12 +207,41 @@ def _tool_calls(
     return events
 
 
+def _response_id(message: dict[str, Any], obj: dict[str, Any]) -> str | None:
+    """The API response a line belongs to: ``message.id``, else ``requestId``, else the line's
+    ``uuid``. (ccusage keys a response by ``message.id`` and ``requestId`` together: in every
+    real transcript the two go together, and a message id is one response whatever request
+    it is logged under.)"""
+    for key in (message.get("id"), obj.get("requestId"), obj.get("uuid")):
+        if isinstance(key, str) and key:
+            return key
+    return None
+
+
+def _usage_growth(usage: Any, mine: dict[str, Any]) -> dict[str, int | None]:
+    """What a line's ``usage`` adds to its response's: per count, its growth over the largest
+    seen so far in the response (lines repeat the usage, and ``output_tokens`` grows as the
+    response streams: counting the fullest once is the response's final figure). A count the
+    line lacks is None."""
+    counted = mine["counted"]
+    added: dict[str, int | None] = {}
+    for name, field in USAGE_FIELDS:
+        value = whole(usage.get(field)) if isinstance(usage, dict) else None
+        if value is None:
+            added[name] = None
+            continue
+        before = counted.get(name)
+        added[name] = value if before is None else max(0, value - before)
+        counted[name] = value if before is None else max(before, value)
+    return added
+
+
 def _close_round(mine: dict[str, Any]) -> None:
     """The current response is over: remember its id, so a replay of it is not counted again."""
     if mine["round"] is not None:
         mine["seen"][digest(mine["round"])[:12]] = 0
         bounded(mine["seen"], SEEN_MAX)
-    mine["round"], mine["counted"] = None, 0
+    mine["round"], mine["counted"] = None, {}
 
 
 # --- user lines: tool results, prompts, interruptions ---------------------------------------

@@ -7,9 +7,15 @@ mapping table says the same for users):
   ``message``, a ``function_call`` or other tool call) opens the round; later items of the same
   response continue it (``same_round``) and add their tool calls. The ``token_count`` event
   written after the response closes it and adds its output tokens.
-* ``token_count`` totals are cumulative and re-emitted unchanged: the output tokens of a round
-  are the growth of ``total_token_usage.output_tokens``; a zero growth and ``info: null`` are
-  skipped. Reasoning tokens are already inside output tokens and are never added again.
+* ``token_count`` totals are cumulative and re-emitted unchanged: each count of a round is the
+  growth of its ``total_token_usage`` total (output, uncached input = ``input_tokens`` less
+  ``cached_input_tokens``, cache reads = ``cached_input_tokens``, reasoning =
+  ``reasoning_output_tokens``, which is inside the output and never added to it), so a
+  session's sums are its last totals; a zero growth and ``info: null`` are skipped. Codex
+  reports no cache writes.
+* A rollout's lines carry no id: a line's record key is its place among the rollout's records
+  and its digest, so a copy of the rollout (or of its start) counts once, and the same line
+  written twice (three identical ``error`` events) counts twice.
 * Each tool call is also a step of its action class (think, read or write, from the action
   map; ``shell``, ``exec_command`` and ``local_shell_call`` by their command), taken as it is
   called; a call repeating one that failed (the same tool and arguments) is a ``retry``. A tool
@@ -29,14 +35,18 @@ mapping table says the same for users):
   task class is the last part of the session's ``cwd``.
 
 Reader state: the session, its task class and parent, the model of the turn, whether a round
-is open, the output-token total counted so far, whether a turn is open, the open tool calls,
-the calls whose status was already counted and the calls that failed (all bounded).
+is open, the token totals counted so far, the records read (for their keys), whether a turn
+is open, the open tool calls, the calls whose status was already counted and the calls that
+failed (all bounded).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
+
+import msgspec
 
 from ledger.core.actions import ActionMap
 from ledger.core.events import ROUND, Event
@@ -47,6 +57,7 @@ from ledger.formats.agent_records import (
     digest,
     excerpt,
     folder_name,
+    keyed,
     moment,
     remember_outcome,
     stamped,
@@ -72,6 +83,15 @@ IGNORED_EVENTS = frozenset({
     "dynamic_tool_call_response", "plan_update", "turn_diff", "process_rolled_back",
 })
 CALLS_MAX = 512
+#: Event fields and the cumulative ``total_token_usage`` counts they are the growth of; the
+#: uncached input is ``input_tokens`` less ``cached_input_tokens`` (see :func:`_totals`).
+TOKEN_TOTALS = (
+    ("output_tokens", "output_tokens"),
+    ("input_tokens", "uncached_input_tokens"),
+    ("cache_read_tokens", "cached_input_tokens"),
+    ("reasoning_tokens", "reasoning_output_tokens"),
+)
+_encode = msgspec.json.Encoder().encode
 NO_CALL = (None, "")
 
 
@@ -87,7 +107,8 @@ def read(value: Any, state: dict[str, Any], fallback: str, actions: ActionMap) -
     payload = as_object(obj.get("payload"), "field 'payload'")
     if not state:
         state.update(session=None, task_class=None, parent=None, model=None, open=False,
-                     total=0, turn=False, calls={}, settled={})
+                     totals={}, turn=False, calls={}, settled={}, records=0)
+    state["records"] += 1
     if kind == "session_meta":
         _meta(payload, state)
         return []
@@ -100,6 +121,8 @@ def read(value: Any, state: dict[str, Any], fallback: str, actions: ActionMap) -
     events = (
         _item(payload, state, actions) if kind == "response_item" else _event(payload, state)
     )
+    if events:  # a rollout's lines have no id: a line is known by its place and its digest
+        keyed(events, f"{state['records']}-{hashlib.sha256(_encode(obj)).hexdigest()[:12]}")
     session = state["session"] or fallback
     return stamped(events, moment(obj), session, state["task_class"], state["parent"])
 
@@ -157,7 +180,8 @@ def _output(state: dict[str, Any], tools: list[str]) -> list[Event]:
     if same and not tools:
         return []
     return [Event(ROUND, same_round=same, tool_calls=len(tools), tool=",".join(tools) or None,
-                  detail=None if same else state["model"])]
+                  detail=None if same else state["model"],
+                  model=None if same else state["model"])]
 
 
 def _tool_output(item: dict[str, Any], state: dict[str, Any]) -> Event:
@@ -238,21 +262,40 @@ def _event(payload: dict[str, Any], state: dict[str, Any]) -> list[Event]:
 
 
 def _tokens(payload: dict[str, Any], state: dict[str, Any]) -> list[Event]:
-    """The growth of the cumulative output-token total; re-emitted totals add nothing."""
+    """The growth of the cumulative token totals; re-emitted totals add nothing. The output's
+    growth closes the round; input read without output growing continues it."""
     info = payload.get("info")
-    usage = info.get("total_token_usage") if isinstance(info, dict) else None
-    total = whole(usage.get("output_tokens")) if isinstance(usage, dict) else None
-    if total is None:
+    totals = _totals(info.get("total_token_usage") if isinstance(info, dict) else None)
+    if totals is None:
         return []
-    grown = total - state["total"]
-    if grown <= 0:
-        state["total"] = min(state["total"], total)  # a counter that restarted
-        return []
-    state["total"] = total
+    counted = state["totals"]
+    grown: dict[str, int | None] = {}
+    for name, total in totals.items():
+        before = counted.get(name) or 0
+        counted[name] = total  # (a counter that restarted starts again from its new total)
+        grown[name] = None if total is None else max(0, total - before)
+    if not grown["output_tokens"]:
+        if not any(grown.values()):
+            return []
+        return [Event(ROUND, same_round=True, **{**grown, "output_tokens": None})]
     same = state["open"]
     state["open"] = False
-    return [Event(ROUND, same_round=same, tool_calls=None if same else 0, output_tokens=grown,
-                  detail=None if same else state["model"])]
+    return [Event(ROUND, same_round=same, tool_calls=None if same else 0,
+                  detail=None if same else state["model"],
+                  model=None if same else state["model"], **grown)]
+
+
+def _totals(usage: Any) -> dict[str, int | None] | None:
+    """A ``total_token_usage`` as the event fields' totals (None without an output count)."""
+    if not isinstance(usage, dict) or whole(usage.get("output_tokens")) is None:
+        return None
+    counts = {key: whole(usage.get(key)) for key in
+              ("output_tokens", "cached_input_tokens", "reasoning_output_tokens")}
+    given, cached = whole(usage.get("input_tokens")), counts["cached_input_tokens"]
+    counts["uncached_input_tokens"] = (
+        None if given is None else max(0, given - (cached or 0))
+    )
+    return {name: counts[key] for name, key in TOKEN_TOTALS}
 
 
 def _tool_status(payload: dict[str, Any], state: dict[str, Any]) -> list[Event]:

@@ -9,7 +9,9 @@ README's mapping table says the same for users):
 * Observations are read in start-time order. A ``GENERATION`` is a model round: its tool calls
   are ``toolCallNames`` (or ``toolCalls``), its output tokens ``usageDetails.output`` (or
   ``outputUsage``, or the OTel attribute ``gen_ai.usage.output_tokens``), its vendor stop the
-  first of ``gen_ai.response.finish_reasons``. A generation at level ``ERROR`` is a failed
+  first of ``gen_ai.response.finish_reasons``; its input, cache-read, cache-write and
+  reasoning tokens ``usageDetails`` (``input``, ``input_cache_read``, ...) or the OTel
+  ``gen_ai.usage.*`` attributes, its model ``model``. A generation at level ``ERROR`` is a failed
   model call: a ``retry`` of the tool ``api``.
 * A ``TOOL`` observation is a step of its action class (from the action map, by its name
   and input; a call repeating one that failed is a ``retry``, a tool the map does not name a
@@ -36,6 +38,7 @@ from ledger.formats.agent_records import (
     as_object,
     digest,
     excerpt,
+    keyed,
     moment,
     remember_outcome,
     tool_call,
@@ -48,6 +51,22 @@ GROUPING = frozenset({
     "SPAN", "EVENT", "AGENT", "CHAIN", "RETRIEVER", "EVALUATOR", "EMBEDDING", "GUARDRAIL",
 })
 OUTPUT_KEYS = ("output", "output_tokens", "completion_tokens", "completion")
+#: Event fields and the ``usageDetails`` keys that hold them (Langfuse's own names, then those
+#: its SDKs and OTel mappings pass on), then the OTel ``gen_ai.usage`` attributes.
+USAGE_KEYS = (
+    ("input_tokens", ("input", "input_tokens", "prompt_tokens"),
+     ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens")),
+    ("cache_creation_tokens",
+     ("input_cache_creation", "cache_creation_input_tokens", "input_cache_write"),
+     ("gen_ai.usage.cache_creation_input_tokens",)),
+    ("cache_read_tokens",
+     ("input_cache_read", "cache_read_input_tokens", "prompt_details.cache_read",
+      "input_cached_tokens"),
+     ("gen_ai.usage.cache_read_input_tokens",)),
+    ("reasoning_tokens",
+     ("output_reasoning", "completion_details.reasoning", "reasoning_tokens"),
+     ("gen_ai.usage.reasoning_tokens",)),
+)
 
 
 @dataclass
@@ -92,8 +111,11 @@ def document(value: Any, actions: ActionMap) -> Document:
     usable.sort(key=lambda o: (moment(o, "startTime")[1] or 0.0, str(o.get("id"))))
     failures: dict[str, int] = {}
     for item in usable:
-        for event in _observation(item, doc.unknown, failures, actions):
-            event.ts, event.at = moment(item, "startTime")
+        events = _observation(item, doc.unknown, failures, actions)
+        keyed(events, item.get("id"))  # a TOOL observation is a step and its result
+        when = moment(item, "startTime")
+        for event in events:
+            event.ts, event.at = when
             doc.items.append(_record(doc, event))
     end = _verdict(attributes(trace.get("metadata")))
     if end is not None:
@@ -123,14 +145,16 @@ def _observation(
         count = len(names) or (len(calls) if isinstance(calls, list) else None)
         if count is None and isinstance(obs.get("toolCallNames"), list):
             count = 0
-        model = obs.get("model")
+        model = obs.get("model") if isinstance(obs.get("model"), str) else None
         return [Event(
             ROUND,
             tool_calls=count,
             output_tokens=_output_tokens(obs, attrs),
             vendor_stop=_finish_reason(attrs),
             tool=",".join(names) or None,
-            detail=model if isinstance(model, str) else None,
+            detail=model,
+            model=model,
+            **_usage(obs, attrs),
         )]
     if kind == "TOOL":
         name = obs.get("name") if isinstance(obs.get("name"), str) else None
@@ -176,6 +200,18 @@ def _output_tokens(obs: dict[str, Any], attrs: dict[str, Any]) -> int | None:
         if whole(attrs.get(key)) is not None:
             return whole(attrs[key])
     return whole(obs.get("outputUsage")) or None
+
+
+def _usage(obs: dict[str, Any], attrs: dict[str, Any]) -> dict[str, int | None]:
+    """The input, cache and reasoning counts of a generation: ``usageDetails`` when it has
+    any, else the OTel attributes (a count neither gives is None)."""
+    usage = obs.get("usageDetails") if isinstance(obs.get("usageDetails"), dict) else {}
+    found: dict[str, int | None] = {}
+    for name, keys, otel in USAGE_KEYS:
+        source, names = (usage, keys) if usage else (attrs, otel)
+        found[name] = next((whole(source[k]) for k in names if whole(source.get(k)) is not None),
+                           None)
+    return found
 
 
 def _finish_reason(attrs: dict[str, Any]) -> str | None:

@@ -6,7 +6,9 @@ could block. A file is identified by a fingerprint of its first complete line (a
 ledger) or of the whole document (a trace), as log shippers do, so the identity survives a
 rename and does not change while the file grows. Lines are read with a length limit, so one
 enormous line cannot exhaust memory, and a last line without its newline is never consumed:
-the agent may still be writing it.
+the agent may still be writing it, unless it is a complete JSON object: no longer line can
+begin with a whole object, so the record is read, and the newline that follows later is taken
+as its end (see :func:`read_lines`).
 """
 
 from __future__ import annotations
@@ -380,14 +382,18 @@ def read_lines(
 ) -> tuple[list[Line], int]:
     """Up to ``count`` complete lines from byte ``start``; returns them and the next offset.
 
-    A last line without a newline is left for later. A line longer than ``max_line`` is
-    returned as its first bytes with ``oversize`` set, never held whole (at most a block of
-    it). Lines stop once they hold ``max_bytes`` (so a batch of long lines stays bounded too).
+    A last line without a newline is left for later, unless it is a whole JSON object (a
+    finished file whose writer did not end it with a newline): then it is read, and the
+    offset after it is where its newline will be, which the next read steps over (``start``
+    right after a line that had no newline, see :func:`_after_unended`). A line longer than
+    ``max_line`` is returned as its first bytes with ``oversize`` set, never held whole (at
+    most a block of it). Lines stop once they hold ``max_bytes`` (so a batch of long lines
+    stays bounded too).
 
     Lines are cut from blocks of ``BLOCK`` bytes with one ``split`` instead of a ``readline``
     per line; a line that does not fit in a block is read on its own.
     """
-    pos = start
+    pos = _after_unended(f, start)
     out: list[Line] = []
     while len(out) < count and pos - start < max_bytes:
         f.seek(pos)
@@ -419,6 +425,8 @@ def _long_line(f: BinaryIO, pos: int, max_line: int) -> tuple[Line | None, int]:
     if chunk.endswith(b"\n"):
         return Line(pos, chunk[:-1]), pos + len(chunk)
     if len(chunk) <= max_line:
+        if _whole_object(chunk):  # a finished last line, without its newline
+            return Line(pos, chunk), pos + len(chunk)
         return None, pos  # end of file, possibly inside a line that is still being written
     head, length = chunk[:RAW_KEEP], len(chunk)
     while True:
@@ -428,6 +436,46 @@ def _long_line(f: BinaryIO, pos: int, max_line: int) -> tuple[Line | None, int]:
         length += len(more)
         if more.endswith(b"\n"):
             return Line(pos, head, oversize=length - 1), pos + length
+
+
+def _whole_object(chunk: bytes) -> bool:
+    """Whether the end of a file is one complete JSON object (then no byte the writer may
+    add can make it part of a longer record)."""
+    body = chunk.removeprefix(BOM).rstrip(b"\r")
+    if not body.startswith(b"{") or not body.endswith(b"}"):
+        return False
+    try:
+        return isinstance(parse_json(body), dict)
+    except RecordError:
+        return False
+
+
+def _after_unended(f: BinaryIO, start: int) -> int:
+    """``start``, or past the newline that has come since a last line was read without one.
+
+    Offsets come from :func:`read_lines`: each is just past a newline, or just past a line
+    read without its newline, which is the only way a byte other than a newline ends up
+    before one."""
+    if not start:
+        return start
+    f.seek(start - 1)
+    around = f.read(3)
+    if around[:1] == b"\n":
+        return start
+    if around[1:2] == b"\n":
+        return start + 1
+    if around[1:3] == b"\r\n":
+        return start + 2
+    return start
+
+
+def unread(path: Path, offset: int) -> int:
+    """Bytes of ``path`` after ``offset`` that are not a line read yet: an unfinished last
+    line (none once the file is read to its end, or to the newline of a line read without
+    one)."""
+    with path.open("rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        return max(0, size - _after_unended(f, offset)) if offset < size else 0
 
 
 def tail_hash(f: BinaryIO, offset: int, span: int = 256) -> str:

@@ -34,6 +34,7 @@ from ledger.ingest.files import (
     sniff,
     storable,
     tail_hash,
+    unread,
     why,
 )
 from ledger.ingest.options import DEFAULT_INTERVAL, Options, Progress, Summary
@@ -105,13 +106,15 @@ class Ingester:
     def _forget(self, conn: Any, source_id: str) -> None:
         """Delete what came from a source; the verdicts then need a full recomputation."""
         self._forgot = True
-        writes.forget_source(conn, source_id, self._tx.rollup)
+        for path in writes.forget_source(conn, source_id, self._tx.rollup):
+            self._notice(f"{path}: shares a session with a file read again; its rows are "
+                         "forgotten too, and it is read again from the start when next ingested")
 
     def _ingest_file(self, path: Path) -> None:
         self.summary.files += 1
         info = sniff(path, self.options.max_line, self.options.dialect)
         if info.fingerprint is None:
-            self.summary.waiting.append(str(path))
+            self._waiting(path, 0, info.size)
             self.progress(info.size)
             return
         with self._tx.unit() as conn:
@@ -133,6 +136,20 @@ class Ingester:
             self._ingest_unknown(info, source)
         else:
             self._ingest_here(info, source)
+        if info.dialect not in DOCUMENTS and not self.should_stop():
+            self._report_unfinished(path, source["source_id"])
+
+    def _report_unfinished(self, path: Path, source_id: str) -> None:
+        """A file read to its last newline whose last line is not a whole record yet: an agent
+        still writing it, or a file cut short. Never silent: it is in the summary's waiting."""
+        row = sources.source_row(self.db.conn, source_id)
+        if row is not None:
+            left = unread(path, row["offset"])
+            if left:
+                self._waiting(path, row["offset"], left)
+
+    def _waiting(self, path: Path, offset: int, size: int) -> None:
+        self.summary.waiting.append({"path": str(path), "offset": offset, "bytes": size})
 
     def _ingest_here(self, info: FileInfo, source: dict[str, Any]) -> None:
         """Fold a file of a known dialect in this process, from where ``source`` stands."""
@@ -227,8 +244,8 @@ class Ingester:
     def _source_fold(self, conn: Any, source: dict[str, Any]) -> SourceFold:
         source_id = source["source_id"]
 
-        def load(session_id: str) -> Session | None:
-            data = sources.load_state(conn, source_id, session_id)
+        def load(session_id: str, owner: str = source_id) -> Session | None:
+            data = sources.load_state(conn, owner, session_id)
             return None if data is None else Session.from_resume(data)
 
         return SourceFold(
@@ -241,6 +258,8 @@ class Ingester:
             {},
             owner_of=lambda sid: sources.session_owner(conn, sid),
             load=load,
+            join=lambda owner, sid: load(sid, owner),
+            keys_of=lambda sid: sources.session_keys(conn, sid),
         )
 
     def _ingest_lines(self, info: FileInfo, source: dict[str, Any]) -> None:
@@ -250,7 +269,7 @@ class Ingester:
             while not self.should_stop():
                 offset = source["offset"]
                 lines, end = read_lines(f, offset, self.options.batch, self.options.max_line)
-                if not lines:
+                if end == offset:  # (no lines, or only the newline of a line read before)
                     break
                 with self._tx.unit(len(lines)) as conn:
                     current = sources.source_row(conn, source_id)
@@ -319,6 +338,7 @@ class Ingester:
             sessions=folded.sessions,
             states=folded.states,
             source=source,
+            shared=folded.shared,
         )
         self._count_rows(source["path"], len(out.steps), len(out.errors), out.unknown)
         self._notices(out.notes)

@@ -22,8 +22,9 @@ from ledger.ingest.files import DEFAULT_MAX_LINE, sha
 #: Bumped when the same file would give other rows: every source is then folded again.
 #: 2: agent-log importers, round continuations. 3: the retry-storm key and the stop detail
 #: are redacted (rows of 1 and 2 may hold secrets there). 4: money (the cost meter, max_cost).
-#: 5: tool calls are action steps (the action map).
-FOLD_VERSION = "5"
+#: 5: tool calls are action steps (the action map). 6: every token count, the model, record
+#: keys (copies of a record folded once), a last line without its newline read.
+FOLD_VERSION = "6"
 DEFAULT_BATCH = 20_000
 DEFAULT_INTERVAL = 1.0  # seconds between two passes of --follow
 #: New files hold at least this much before workers are started for them: under about 2 MB,
@@ -75,7 +76,9 @@ class Summary:
     bytes_read: int = 0
     notices: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)  # path -> why it was not read
-    waiting: list[str] = field(default_factory=list)
+    #: Files that end in a line that is not a whole record yet: path, the offset of that line
+    #: and its bytes (a file with no complete line yet: offset 0, its size).
+    waiting: list[dict[str, Any]] = field(default_factory=list)
     sessions: set[str] = field(default_factory=set)
     stop_reasons: Counter[str] = field(default_factory=Counter)
     redactions: int = 0

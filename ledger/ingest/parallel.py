@@ -11,9 +11,10 @@ which the writer writes in one unit of work. What a worker cannot know, the writ
 first (``Ingester._ingest_ahead``): that the source still stands where the worker began the
 batch, and that each session the worker looked up in the database is owned now by whom the
 worker found (another file of the same run may have opened it since). If not, or if a worker
-fails, the writer rolls the batch back, drops the rest of that file's messages and goes on
-with the file itself from its last written batch, as any resumed ingest does. The database
-ends as a one-process ingest leaves it.
+fails (or meets a session that another file owns: joining it needs the database as the
+writer has it, see :mod:`ledger.ingest.source`), the writer rolls the batch back, drops the
+rest of that file's messages and goes on with the file itself from its last written batch,
+as any resumed ingest does. The database ends as a one-process ingest leaves it.
 
 Workers are forked on Linux (they start in milliseconds and need nothing pickled but their
 files), elsewhere spawned. Forking copies only the thread that forks, so it is safe where the
@@ -47,7 +48,7 @@ from ledger.formats.detect import DOCUMENTS
 from ledger.ingest.bulk import bulk_work
 from ledger.ingest.files import read_lines, tail_hash
 from ledger.ingest.options import Options
-from ledger.ingest.source import Cursor, Folded, Output, SourceFold
+from ledger.ingest.source import Cursor, Folded, Output, SharedSession, SourceFold
 
 START_METHOD = "fork" if sys.platform == "linux" else "spawn"  # see above
 #: The writer writes a step in about 5.5 us and a worker folds one in about 8: two workers
@@ -252,7 +253,7 @@ def work(jobs: list[Job], connection: Connection, options: Options, db_path: str
                 try:
                     for message in fold_file(job, fold, options, owners):
                         sender.send(encode(message))
-                except (OSError, ValueError, sqlite3.Error) as exc:
+                except (OSError, ValueError, sqlite3.Error, SharedSession) as exc:
                     sender.send(_FAILED + f"{job.path}: {exc}".encode())
                 else:
                     sender.send(_DONE)

@@ -3,6 +3,25 @@
 The position in the file (:class:`Cursor`) and the open sessions are plain data that the store
 saves in the same transaction as the rows they produced, so an ingest can stop anywhere and
 carry on later as if it had never stopped.
+
+A session of a real agent log is its session id, wherever its lines are (the seeds' dialects
+carry no record identity, so there a session id stays unique to one file, and a second file's
+lines of it are put aside). The first file to hold a session *owns* it (``sessions.source_id``,
+its state in ``fold_state``); a later file with lines of the same session *joins* it: it folds
+on from the owner's saved state, and the session lists both files (``Session.sources``, stored
+in ``session_sources``). Records are folded once per session: an event whose record key
+(:attr:`Event.key`: a Claude Code line's uuid, a Codex line's place and digest, a Langfuse
+observation's id) the session already holds is dropped and counted in the cursor's
+``duplicates``. So a snapshot of a transcript and the transcript itself, or the history a
+resumed Claude Code session copies into its new file, count once, whichever file is read first,
+as long as each copy is the transcript's start (copies are; a piece cut from the middle, folded
+before the lines it follows, would be folded out of order).
+
+The keys a session holds are bounded: a session in one file keeps its last
+:data:`~ledger.core.fold.RECENT_KEYS` in its state (a record repeated later than that in one
+file counts again); a session in several files is checked against all its keys, read from
+its ``steps`` rows (``record_key``) once per batch that touches it, and held only while the
+batch is folded.
 """
 
 from __future__ import annotations
@@ -17,11 +36,12 @@ from typing import Any
 
 import msgspec
 
-from ledger.core.fold import Fold, Session, StepRow
-from ledger.core.ids import CUT_MARK, HASH_DIGITS, ID_MAX, bounded
+from ledger.core import ids
+from ledger.core.fold import RECENT_KEYS, Fold, Session, StepRow
+from ledger.core.ids import CUT_MARK, HASH_DIGITS, ID_MAX
 from ledger.formats import langfuse
-from ledger.formats.agent_records import UnknownRecord
-from ledger.formats.detect import LANGFUSE, line_reader
+from ledger.formats.agent_records import UnknownRecord, bounded
+from ledger.formats.detect import IMPORTED, LANGFUSE, line_reader
 from ledger.formats.seed_dialects import (
     GATE,
     NATIVE,
@@ -45,6 +65,15 @@ _CUT_TAIL = len(CUT_MARK) + HASH_DIGITS  # how a cut id ends, quoted in its note
 OwnerLookup = Callable[[str], "str | None"]
 #: Given a session id, the session as a previous ingest of this source left it (None if new).
 SessionLoader = Callable[[str], "Session | None"]
+#: Given a source and a session id it owns, the session as it stands (None if it is gone).
+SessionJoin = Callable[[str, str], "Session | None"]
+#: Given a session id, the record keys of every step it holds.
+KeysLookup = Callable[[str], "set[str]"]
+
+
+class SharedSession(Exception):
+    """A record of a session another file owns, met where the session cannot be joined (a
+    worker process: the writer folds the file itself, see :mod:`ledger.ingest.parallel`)."""
 
 
 @dataclass
@@ -62,6 +91,7 @@ class Cursor:
     blank_lines: int = 0
     reader: dict[str, Any] = field(default_factory=dict)
     unknown: dict[str, int] = field(default_factory=dict)
+    duplicates: int = 0  # events dropped: their record was folded already (another copy)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -86,6 +116,8 @@ class Folded:
     sessions: list[dict[str, Any]]
     states: list[tuple[str, str, str]]  # session id, source id, resumable state as JSON
     cursor: dict[str, Any]
+    #: (source id, session id): the sources that joined a session another source owns
+    shared: list[tuple[str, str]] = field(default_factory=list)
 
 
 class SourceFold:
@@ -100,6 +132,8 @@ class SourceFold:
         sessions: dict[str, Session] | None = None,
         owner_of: OwnerLookup | None = None,
         load: SessionLoader | None = None,
+        join: SessionJoin | None = None,
+        keys_of: KeysLookup | None = None,
     ) -> None:
         self.fold = fold
         self.source_id = source_id
@@ -110,6 +144,9 @@ class SourceFold:
         self.sessions: dict[str, Session] = sessions if sessions is not None else {}
         self.owner_of = owner_of or (lambda _sid: None)
         self.load = load or (lambda _sid: None)
+        self.join = join
+        self.keys_of = keys_of or (lambda _sid: set())
+        self._keys: dict[str, set[str]] = {}  # the keys of the sessions in several files
         # Native and gate lines hold one record each: read straight into one record and its
         # session (about 0.2 us a line less than the general way, which allows several).
         self._one_record = {NATIVE: native_line, GATE: gate_line}.get(dialect)
@@ -221,21 +258,39 @@ class SourceFold:
             raise RecordError("record names no session")
         session_id = record.session
         if len(session_id) > ID_MAX:
-            session_id = bounded(session_id)
+            session_id = ids.bounded(session_id)
         session = self.sessions.get(session_id)
         if session is not None:  # most records: a session open here (_step sets its class)
             return session
         owner = self.owner_of(session_id)
         if owner is not None and owner != self.source_id:
-            raise RecordError(
-                f"session {session_id!r} already belongs to another ledger file "
-                f"(source {owner}); session ids must be unique to one file"
-            )
-        parent = None if record.parent is None else bounded(record.parent)
-        task_class = None if record.task_class is None else bounded(record.task_class)
+            if self.dialect not in IMPORTED:
+                # The seeds' records carry no identity: a copy of one could not be told from
+                # a record of its own, so their session ids stay unique to one file.
+                raise RecordError(
+                    f"session {session_id!r} already belongs to another ledger file "
+                    f"(source {owner}); session ids must be unique to one file"
+                )
+            return self._join(session_id, owner)
+        parent = None if record.parent is None else ids.bounded(record.parent)
+        task_class = None if record.task_class is None else ids.bounded(record.task_class)
         session = self._open(session_id, task_class, parent=parent)
         if session_id != record.session and session.state.events == 0:
             self._note_cut(line, "session id", record.session)
+        return session
+
+    def _join(self, session_id: str, owner: str) -> Session:
+        """A session another file owns: fold on from where it stands (see the module doc)."""
+        if self.join is None:
+            raise SharedSession(session_id)
+        session = self.join(owner, session_id)
+        if session is None:
+            raise RecordError(f"session {session_id!r} of source {owner} has no saved state")
+        if not session.sources:
+            session.sources.append(owner)
+        if self.source_id not in session.sources:
+            session.sources.append(self.source_id)
+        self.sessions[session_id] = session
         return session
 
     def _open(
@@ -258,6 +313,7 @@ class SourceFold:
                 task_class=task_class or self.task_class,
                 task=task,
                 parent_session_id=parent,
+                sources=[self.source_id],
             )
             self.sessions[session_id] = session
         elif task_class and session.state.events == 0:
@@ -265,6 +321,10 @@ class SourceFold:
         return session
 
     def _step(self, session: Session, record: Record, line: int | None, offset: int | None) -> None:
+        key = record.event.key
+        if key is not None and self._seen(session, key):
+            self.cursor.duplicates += 1
+            return
         if record.task_class and session.state.events == 0:
             session.task_class = self._task_class(line, record.task_class)
         row, closed = self.fold.step(session, record.event, line, offset)
@@ -278,15 +338,31 @@ class SourceFold:
         if len(text) <= ID_MAX:
             return text
         self._note_cut(line, "task class", text)
-        return bounded(text)
+        return ids.bounded(text)
 
     def _note_cut(self, line: int | None, what: str, text: str) -> None:
         where = self.path if line is None else f"{self.path}:{line}"
-        tail = bounded(text)[-_CUT_TAIL:]
+        tail = ids.bounded(text)[-_CUT_TAIL:]
         self.out.notes.append(
             f"{where}: a {what} of {len(text)} characters, cut to {ID_MAX}: its head and "
             f"a hash of the whole ('{tail}')"
         )
+
+    def _seen(self, session: Session, key: str) -> bool:
+        """Whether the session holds this record already; if not, it does from now on."""
+        recent = session.recent
+        if key in recent:
+            return True
+        if len(session.sources) > 1:
+            keys = self._keys.get(session.session_id)
+            if keys is None:
+                keys = self._keys[session.session_id] = self.keys_of(session.session_id)
+            if key in keys:
+                return True
+            keys.add(key)
+        recent[key] = 0
+        bounded(recent, RECENT_KEYS)
+        return False
 
     # -- whole documents ---------------------------------------------------------------------
 
@@ -351,11 +427,13 @@ class SourceFold:
         the session alone gives (session_id, idx) order, for less than comparing pairs."""
         out, touched = self.take()
         out.steps.sort(key=_SESSION)
+        self._keys = {}  # read again for the next batch: another file may add to them
         return Folded(
             out,
             [s.row() for s in touched],
             [(s.session_id, s.source_id, state_json(s)) for s in touched],
             self.cursor.to_dict(),
+            [(src, s.session_id) for s in touched for src in s.sources[1:]],
         )
 
 

@@ -68,6 +68,19 @@ def test_json_summary(tmp_path: Path, ledger_with_a_bad_line: Path) -> None:
     assert (summary["redactions"], summary["passes"]) == (0, 1)
 
 
+def test_a_cut_last_line_is_named_with_its_bytes_in_the_summary_and_the_json(
+    tmp_path: Path,
+) -> None:
+    ledger = tmp_path / "agent.jsonl"
+    ledger.write_text(GOOD + GOOD[:20])
+    code, output = run(str(tmp_path / "l.db"), str(ledger))
+    assert code == 0
+    assert "1 files end in an unfinished line (left for later):" in output
+    assert f"  {ledger}: 20 bytes from byte {len(GOOD)}" in output.splitlines()
+    summary = json.loads(run(str(tmp_path / "l.db"), str(ledger), "--json")[1])
+    assert summary["waiting"] == [{"path": str(ledger), "offset": len(GOOD), "bytes": 20}]
+
+
 def test_a_missing_path_is_one_line_and_exit_1(tmp_path: Path) -> None:
     code, output = run(str(tmp_path / "l.db"), str(tmp_path / "nope"))
     assert code == 1

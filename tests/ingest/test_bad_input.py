@@ -152,8 +152,8 @@ EXPECTED: dict[str, tuple[int, list[tuple[int | None, str]]]] = {
 def hostile_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     db = tmp_path_factory.mktemp("hostile") / "ledger.db"
     summary = ingest(db, [HOSTILE])
-    assert summary.waiting == [str(HOSTILE / n) for n in (
-        "empty.jsonl", "only-blank-lines.jsonl")]
+    assert [w["path"] for w in summary.waiting] == [str(HOSTILE / n) for n in (
+        "empty.jsonl", "only-blank-lines.jsonl", "partial-last-line.jsonl")]
     return db
 
 

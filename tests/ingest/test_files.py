@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import os
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -18,7 +19,14 @@ from ledger.ingest.files import RAW_KEEP, Line, read_lines
 def one_line_at_a_time(
     f: BinaryIO, start: int, count: int, max_line: int, max_bytes: int
 ) -> tuple[list[Line], int]:
-    """The reference: ``readline`` per line (read_lines before it read blocks)."""
+    """The reference: ``readline`` per line (read_lines before it read blocks), stepping over
+    the newline of a last line read without one, and reading a last line that is a whole
+    JSON object."""
+    if start:
+        f.seek(start - 1)
+        before = f.read(3)
+        if before[:1] != b"\n":
+            start += 2 if before[1:3] == b"\r\n" else 1 if before[1:2] == b"\n" else 0
     f.seek(start)
     pos, out = start, []
     while len(out) < count and pos - start < max_bytes:
@@ -28,6 +36,9 @@ def one_line_at_a_time(
             pos += len(chunk)
             continue
         if len(chunk) <= max_line:
+            if whole_object(chunk):
+                out.append(Line(pos, chunk))
+                pos += len(chunk)
             break
         head, length = chunk[:RAW_KEEP], len(chunk)
         while True:
@@ -42,8 +53,16 @@ def one_line_at_a_time(
     return out, pos
 
 
+def whole_object(chunk: bytes) -> bool:
+    try:
+        return isinstance(json.loads(chunk.rstrip(b"\r")), dict) and chunk.startswith(b"{")
+    except ValueError:
+        return False
+
+
 LINE = st.one_of(
     st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")),
+    st.sampled_from([b'{"a": 1}', b'{"a": [1, {"b": 2}]}\r', b'{"a": 1', b"{}", b"[1]", b"7"]),
     st.integers(0, 300).map(lambda n: b"x" * n),  # around the small limits below
     st.just(b""),
 )
@@ -94,6 +113,24 @@ def test_an_unfinished_last_line_is_left_for_later(
     lines, end = read_lines(io.BytesIO(b'{"a": 1}\n{"b": 2}\n{"c"'), 0, 100)
     assert [(line.offset, line.raw) for line in lines] == [(0, b'{"a": 1}'), (9, b'{"b": 2}')]
     assert end == 18
+
+
+@pytest.mark.parametrize("block", [16, 1 << 20])
+@pytest.mark.parametrize("newline", [b"\n", b"\r\n"])
+def test_a_finished_last_line_without_its_newline_is_read_and_its_newline_stepped_over_later(
+    block: int, newline: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(files, "BLOCK", block)
+    text = b'{"a": 1}\n{"b": {"c": [2]}}'
+    lines, end = read_lines(io.BytesIO(text), 0, 100)
+    assert [(line.offset, line.raw) for line in lines] == [(0, b'{"a": 1}'), (9, text[9:])]
+    assert end == len(text)
+    grown = text + newline + b'{"d": 3}\n'  # the writer goes on: the next line is what is new
+    lines, end = read_lines(io.BytesIO(grown), end, 100)
+    assert [(line.offset, line.raw) for line in lines] == [(len(text + newline), b'{"d": 3}')]
+    assert end == len(grown)
+    assert read_lines(io.BytesIO(grown), 0, 100)[0][1:] == [
+        Line(9, text[9:] + newline[:-1]), Line(len(text + newline), b'{"d": 3}')]
 
 
 def test_a_line_over_the_limit_is_kept_as_its_head_with_its_length() -> None:

@@ -267,7 +267,7 @@ def test_trace_written_in_pieces_waits_for_the_whole_document(data: st.DataObjec
             ledger.write_bytes(doc[:cut])
             summary = ingest(Path(tmp) / "pieces.db", [ledger])
             assert (summary.errors, summary.steps, summary.notices) == (0, 0, [])
-            assert summary.waiting == [str(ledger)]
+            assert [w["path"] for w in summary.waiting] == [str(ledger)]
         ledger.write_bytes(doc)
         ingest(Path(tmp) / "pieces.db", [ledger])
         ingest(Path(tmp) / "whole.db", [ledger])
@@ -292,7 +292,7 @@ def test_a_file_with_no_complete_line_waits(tmp_path: Path, db_path: Path) -> No
     ledger = tmp_path / "l.jsonl"
     ledger.write_text('{"session": "s", "type": "ro')
     summary = ingest(db_path, [ledger])
-    assert summary.waiting == [str(ledger)]
+    assert summary.waiting == [{"path": str(ledger), "offset": 0, "bytes": 28}]
     assert rows(db_path, "select count(*) as n from sources")[0]["n"] == 0
 
 

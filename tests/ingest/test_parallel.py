@@ -176,6 +176,28 @@ def test_a_session_owned_before_the_run_is_refused_by_the_worker(
     assert writer_folds == []  # the workers read the owner in the database
 
 
+@pytest.mark.parametrize("batch", [5, 20_000])
+def test_copies_of_one_transcript_make_one_session_whoever_folds_them(
+    tmp_path: Path, batch: int, writer_folds: list[str]
+) -> None:
+    """Snapshots of a transcript and the transcript, new to the run: a worker folds the
+    first, and leaves the others, which join its session, to the writer."""
+    lines = (REAL_LOGS / "03_claude_code_main_session_tail_lines1781-1863_v2.1.39.jsonl"
+             ).read_bytes().splitlines(keepends=True)
+    paths = []
+    for n, cut in enumerate([30, len(lines), 50]):
+        path = tmp_path / "runs" / f"copy-{n}.jsonl"
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(b"".join(lines[:cut]))
+        paths.append(path)
+    here, ahead, one, other = two_ways(paths, tmp_path, batch=batch)
+    assert_same(here, ahead)
+    assert (one.errors, other.errors) == (0, 0)
+    assert writer_folds == ["copy-1.jsonl", "copy-2.jsonl"]
+    (session,) = sqlite3.connect(here).execute("SELECT rounds, output_tokens FROM sessions")
+    assert session == (10, 1359)
+
+
 def test_a_claim_other_than_planned_is_folded_by_the_writer(
     corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, writer_folds: list[str]
 ) -> None:
