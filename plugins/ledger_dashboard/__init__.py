@@ -17,7 +17,7 @@ from datasette import hookimpl
 from datasette.utils import tilde_decode
 from jinja2 import Environment
 
-from . import cells, pages, queries
+from . import cells, guard, pages, queries
 from .filters import REASONS, FilterError, Filters
 
 if TYPE_CHECKING:
@@ -69,6 +69,24 @@ def static_name() -> str:
 
 def static_url(datasette: Datasette, path: str) -> str:
     return datasette.urls.static_plugins(static_name(), path)
+
+
+@hookimpl
+def asgi_wrapper(datasette: Datasette) -> Any:
+    return lambda app: guard.wrap(datasette, app)
+
+
+@hookimpl
+def handle_exception(datasette: Datasette, request: Any, exception: Exception) -> Any:
+    """Datasette's own errors on bad input as the 4xx they are (see guard), on its usual
+    error page; anything else goes on to Datasette's 500."""
+    # Imported here: at import time it would run before Datasette registered its own hooks.
+    from datasette.handle_exception import handle_exception as datasette_error_page
+
+    error = guard.as_client_error(exception, request.url_vars if request else {})
+    if error is None:
+        return None
+    return datasette_error_page(datasette, request, error)
 
 
 @hookimpl
