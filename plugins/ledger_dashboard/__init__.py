@@ -17,7 +17,7 @@ from datasette import hookimpl
 from datasette.utils import tilde_decode
 from jinja2 import Environment
 
-from . import cells, guard, pages, queries
+from . import cells, guard, pages, queries, security
 from .filters import REASONS, FilterError, Filters
 
 if TYPE_CHECKING:
@@ -73,7 +73,12 @@ def static_url(datasette: Datasette, path: str) -> str:
 
 @hookimpl
 def asgi_wrapper(datasette: Datasette) -> Any:
-    return lambda app: guard.wrap(datasette, app)
+    return lambda app: security.wrap(datasette, guard.wrap(datasette, app))
+
+
+@hookimpl
+def startup(datasette: Datasette) -> None:
+    security.settings(datasette)  # a bad allowed_hosts stops the server before it serves
 
 
 @hookimpl
@@ -96,6 +101,8 @@ def register_routes() -> list[tuple[str, Any]]:
 
 @hookimpl
 def prepare_jinja2_environment(env: Environment) -> None:
+    # Every value any page prints shows its direction controls (see cells.visible_output).
+    env.finalize = cells.visible_output
     env.filters["ledger_badge"] = cells.badge
     env.filters["ledger_tokens"] = cells.tokens
     env.filters["ledger_duration"] = cells.duration

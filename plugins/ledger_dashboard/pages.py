@@ -24,7 +24,7 @@ from ledger.core.reasons import DECISIONS, StopReason
 from ledger.core.vendors import VendorMapError, vendor_map_entry
 from ledger.db.rollup import BUCKETS, COUNTERS
 
-from . import charts, queries
+from . import cells, charts, queries
 from .filters import REASONS, FilterError, Filters, whole_number
 from .timeline import gauges, repeats, run_length, step_meters
 
@@ -467,7 +467,7 @@ async def respond(
         "page": page,
         "ledger_urls": ctx.urls,
         "query": ctx.filters.query(),
-        "chart_specs": chart_specs,
+        "chart_specs": cells.visible_data(chart_specs),
         "alternate_url_json": json_url,
         "json_url": json_url,
         "reasons": REASONS,

@@ -20,7 +20,7 @@ from datasette.views.base import DatasetteError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledger.views.serve import SETTINGS, merge, metadata_for
+from ledger.views.serve import SETTINGS, allowed_hosts, merge, metadata_for, with_hosts
 from ledger_dashboard.guard import as_client_error, bad_argument
 from tests import dashboard_data as data
 
@@ -73,8 +73,9 @@ def db_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def served(db_path: Path, extra: dict[str, Any] | None = None) -> Datasette:
-    """The Datasette `agent-ledger serve` runs, with ``extra`` metadata merged over it."""
-    metadata = metadata_for(db_path)
+    """The Datasette `agent-ledger serve` runs on 127.0.0.1 (the test client sends
+    Host: localhost), with ``extra`` metadata merged over it."""
+    metadata = with_hosts(metadata_for(db_path), allowed_hosts("127.0.0.1"))
     return Datasette(files=[str(db_path)], metadata=merge(metadata, extra or {}), settings=SETTINGS)
 
 
