@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -109,6 +110,26 @@ async def test_no_route_answers_500_to_a_hostile_query_string(ds: Datasette, que
         assert_answered(await fetch(ds, "GET", path, query), f"GET {path} ?{query}")
 
 
+#: Places a path segment goes: a session, a row, a table, a database, a static file.
+PREFIXES = [
+    "/ledger/-/sessions/", "/ledger/sessions/", "/ledger/steps/", "/ledger/", "/",
+    "/-/static/", "/-/static-plugins/agent-ledger/", "/ledger/-/",
+]
+SEGMENTS = [
+    "%ff", "%00", "%E2%80%AE", "~", "~~", "~2F", "~zz", "..%2F..%2Fetc%2Fpasswd", "%2e%2e", "%",
+    "a.json", ".json", "a,b", "a,b,c,d", "-", "-/x", "a" * 300, "a" * 5000, "x.csv", "x.db",
+]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("segment", SEGMENTS)
+async def test_no_odd_path_answers_500(ds: Datasette, segment: str) -> None:
+    for prefix in PREFIXES:
+        for method in ("GET", "HEAD"):
+            path = prefix + segment
+            assert_answered(await ds.client.request(method, path), f"{method} {path}")
+
+
 @pytest.mark.asyncio
 @pytest.mark.parametrize(
     ("path", "status", "message"),
@@ -205,6 +226,16 @@ ARG_VALUES = st.one_of(
     st.integers(min_value=-(2**70), max_value=2**70).map(str),
     st.text(max_size=30),
 )
+
+
+@pytest.mark.asyncio
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(prefix=st.sampled_from(PREFIXES), segment=st.text(max_size=40))
+async def test_no_path_answers_500(ds: Datasette, prefix: str, segment: str) -> None:
+    path = prefix + quote(segment, safe="/,~.")
+    assert_answered(await ds.client.get(path), f"GET {path}")
 
 
 @pytest.mark.asyncio
