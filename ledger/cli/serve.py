@@ -20,6 +20,14 @@ import click
     help="YAML or JSON metadata merged over agent-ledger's (e.g. a password). Repeatable.",
 )
 @click.option(
+    "allow_hosts",
+    "--allow-host",
+    multiple=True,
+    metavar="NAME",
+    help="Also answer requests for this Host name (a reverse proxy's); on a loopback bind "
+    "only 127.0.0.1, localhost and [::1] are answered otherwise. Repeatable.",
+)
+@click.option(
     "extra",
     "--datasette-option",
     multiple=True,
@@ -32,6 +40,7 @@ def serve_command(
     port: int,
     get_path: str | None,
     metadata_files: tuple[str, ...],
+    allow_hosts: tuple[str, ...],
     extra: tuple[str, ...],
 ) -> None:
     """Browse DB_PATH in Datasette, with agent-ledger's plugins and metadata.
@@ -45,13 +54,14 @@ def serve_command(
         agent-ledger serve ledger.db --port 8080
         agent-ledger serve ledger.db --get /ledger/-/retry-storms.json
         agent-ledger serve ledger.db --host 0.0.0.0 --metadata password.yml
+        agent-ledger serve ledger.db --allow-host ledger.example.com
     """
     from ledger.views.serve import MetadataError, run
 
     try:
         code = run(
             db_path, host=host, port=port, get=get_path, extra=extra,
-            metadata_files=metadata_files,
+            metadata_files=metadata_files, allow_hosts=allow_hosts,
         )
     except MetadataError as exc:
         raise click.ClickException(str(exc)) from None

@@ -8,6 +8,7 @@ titles, descriptions and canned queries apply whatever the file is called. Files
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import tempfile
 from collections.abc import Sequence
@@ -62,6 +63,39 @@ def merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
+#: The names a loopback server answers to (with any port); others are refused, so a web page
+#: that rebinds its own name to 127.0.0.1 cannot read the ledger (DNS rebinding).
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+PLUGIN = "ledger_dashboard"
+
+
+def is_loopback(host: str) -> bool:
+    if host.strip("[]").lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def allowed_hosts(bind: str, extra: Sequence[str] = ()) -> list[str] | None:
+    """The ``Host`` names the server answers to: the loopback names on a loopback bind, plus
+    ``extra`` (a reverse proxy's name); None (any) on another bind with no ``extra``, since
+    the names a network reaches it by are the operator's to give."""
+    if is_loopback(bind):
+        return [*LOOPBACK_HOSTS, *extra]
+    return list(extra) or None
+
+
+def with_hosts(metadata: dict[str, Any], hosts: list[str] | None) -> dict[str, Any]:
+    """``metadata`` with ``hosts`` added to the plugin's ``allowed_hosts`` (kept if set)."""
+    if hosts is None:
+        return metadata
+    config = metadata.setdefault("plugins", {}).setdefault(PLUGIN, {})
+    config["allowed_hosts"] = [*config.get("allowed_hosts", []), *hosts]
+    return metadata
+
+
 #: Datasette settings for a ledger database. Suggested facets run one GROUP BY per column on
 #: every table page: seconds on a steps table of a million events, for a hint nobody asked for.
 SETTINGS: dict[str, Any] = {"suggest_facets": False}
@@ -86,11 +120,11 @@ def _setting_text(value: Any) -> str:
 
 def run(
     db_path: str, host: str = "127.0.0.1", port: int = 8001, get: str | None = None,
-    extra: Sequence[str] = (), metadata_files: Sequence[str] = (),
+    extra: Sequence[str] = (), metadata_files: Sequence[str] = (), allow_hosts: Sequence[str] = (),
 ) -> int:
     from datasette.cli import serve
 
-    metadata = metadata_for(db_path, metadata_files)
+    metadata = with_hosts(metadata_for(db_path, metadata_files), allowed_hosts(host, allow_hosts))
     with tempfile.TemporaryDirectory(prefix="agent-ledger-") as tmp:
         metadata_path = str(Path(tmp) / "metadata.json")
         Path(metadata_path).write_text(json.dumps(metadata), encoding="utf-8")

@@ -17,7 +17,7 @@ from datasette import hookimpl
 from datasette.utils import tilde_decode
 from jinja2 import Environment
 
-from . import cells, pages, queries
+from . import cells, guard, pages, queries, security
 from .filters import REASONS, FilterError, Filters
 
 if TYPE_CHECKING:
@@ -72,12 +72,37 @@ def static_url(datasette: Datasette, path: str) -> str:
 
 
 @hookimpl
+def asgi_wrapper(datasette: Datasette) -> Any:
+    return lambda app: security.wrap(datasette, guard.wrap(datasette, app))
+
+
+@hookimpl
+def startup(datasette: Datasette) -> None:
+    security.settings(datasette)  # a bad allowed_hosts stops the server before it serves
+
+
+@hookimpl
+def handle_exception(datasette: Datasette, request: Any, exception: Exception) -> Any:
+    """Datasette's own errors on bad input as the 4xx they are (see guard), on its usual
+    error page; anything else goes on to Datasette's 500."""
+    # Imported here: at import time it would run before Datasette registered its own hooks.
+    from datasette.handle_exception import handle_exception as datasette_error_page
+
+    error = guard.as_client_error(exception, request.url_vars if request else {})
+    if error is None:
+        return None
+    return datasette_error_page(datasette, request, error)
+
+
+@hookimpl
 def register_routes() -> list[tuple[str, Any]]:
     return pages.routes()
 
 
 @hookimpl
 def prepare_jinja2_environment(env: Environment) -> None:
+    # Every value any page prints shows its direction controls (see cells.visible_output).
+    env.finalize = cells.visible_output
     env.filters["ledger_badge"] = cells.badge
     env.filters["ledger_tokens"] = cells.tokens
     env.filters["ledger_duration"] = cells.duration

@@ -3,6 +3,10 @@
 Pure functions from values to ``Markup``. Every piece of ledger text goes through
 ``Markup.format`` (which escapes it); URLs are built by the caller from our own paths, never
 taken from the ledger, so a ``javascript:`` string can only ever be shown, not followed.
+
+Direction controls (U+202E and its kin) are written out as ``<U+202E>`` in everything any page
+prints (``visible_output``, Jinja's finalize), never applied: an override in a tool name would
+otherwise show the rest of its line reversed, and an isolate hide what follows it.
 """
 
 from __future__ import annotations
@@ -39,6 +43,39 @@ HASH_COLUMNS = frozenset({"observation_hash"})
 SESSION_COLUMNS = frozenset({"session_id"})
 
 SessionUrl = Callable[[str, int | None], str]
+
+#: Unicode's explicit direction controls: embeddings, overrides, isolates and marks.
+DIRECTION_CONTROLS = (*range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x200E, 0x200F, 0x061C)
+_SHOWN = {c: f"<U+{c:04X}>" for c in DIRECTION_CONTROLS}
+_SHOWN_HTML = {c: f"&lt;U+{c:04X}&gt;" for c in DIRECTION_CONTROLS}
+
+
+def visible(text: str) -> str:
+    """``text`` with each direction control written out (``<U+202E>``), so it is seen."""
+    return text.translate(_SHOWN)
+
+
+def visible_output(value: Any) -> Any:
+    """Jinja's ``finalize``, for every value any template prints: text made ``visible``, and
+    the same in HTML our code or Datasette built (a control is never part of HTML syntax, so
+    it can only stand in text or an attribute, where its written-out form is just as safe)."""
+    if isinstance(value, Markup):
+        return Markup(str.translate(value, _SHOWN_HTML))
+    if isinstance(value, str):
+        return visible(value)
+    return value
+
+
+def visible_data(value: Any) -> Any:
+    """Every string in nested lists and dicts made ``visible``: chart labels are drawn on a
+    canvas, which would apply the controls."""
+    if isinstance(value, str):
+        return visible(value)
+    if isinstance(value, list):
+        return [visible_data(v) for v in value]
+    if isinstance(value, dict):
+        return {k: visible_data(v) for k, v in value.items()}
+    return value
 
 
 def reason_title(reason: str) -> str:

@@ -10,13 +10,18 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
-from datetime import date, timedelta
+from datetime import date
 from typing import Any
 from urllib.parse import urlencode
 
 from ledger.core.reasons import StopReason
 
 _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+#: After a day, sorts after every timestamp of that day ("2026-11-30T23:59:59Z" and the like)
+#: and before the next day: so ``until`` 9999-12-31 needs no day after it.
+_DAY_END = "\U0010ffff"
+#: SQLite's integers are 64-bit: a larger number in a URL is an error, not an overflow.
+MAX_INTEGER = 2**63 - 1
 REASONS = tuple(r.value for r in StopReason)
 
 
@@ -59,7 +64,7 @@ class Filters:
         """SQL parameters for :meth:`rollup_where` and :meth:`session_where`."""
         params = self.active()
         if self.until:
-            params["until_next"] = (date.fromisoformat(self.until) + timedelta(days=1)).isoformat()
+            params["until_end"] = self.until + _DAY_END
         return params
 
     def rollup_where(self) -> str:
@@ -96,9 +101,19 @@ _CONDITIONS = (
     ("task_class", "task_class = :task_class", "s.task_class = :task_class"),
     ("stop_reason", "stop_reason = :stop_reason", "s.stop_reason = :stop_reason"),
     ("since", "day >= :since", "s.started_at >= :since"),
-    ("until", "day != '' and day <= :until", "s.started_at < :until_next"),
+    ("until", "day != '' and day <= :until", "s.started_at < :until_end"),
     ("source", f"source_id in ({_SOURCES})", f"s.source_id in ({_SOURCES})"),
 )
+
+
+def whole_number(name: str, text: str, minimum: int) -> int:
+    """``text`` as an integer from ``minimum`` to SQLite's largest, in ASCII digits only
+    (``int`` would also take ``1_000``, `` 7`` and other scripts' digits)."""
+    if not (text.isascii() and text.isdigit()) or not minimum <= int(text) <= MAX_INTEGER:
+        raise FilterError(
+            f"{name}: {text[:40]!r} must be a whole number from {minimum} to {MAX_INTEGER}"
+        )
+    return int(text)
 
 
 def _check_day(name: str, value: str | None) -> None:

@@ -9,6 +9,7 @@ the query string and runs only the fixed statements in ``queries``.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
@@ -24,8 +25,8 @@ from ledger.core.reasons import DECISIONS, StopReason
 from ledger.core.vendors import VendorMapError, vendor_map_entry
 from ledger.db.rollup import BUCKETS, COUNTERS
 
-from . import charts, queries
-from .filters import REASONS, FilterError, Filters
+from . import cells, charts, queries
+from .filters import REASONS, FilterError, Filters, whole_number
 from .timeline import gauges, repeats, run_length, step_meters
 
 if TYPE_CHECKING:
@@ -110,13 +111,10 @@ def threshold(datasette: Datasette, database: str) -> int:
     return value
 
 
-def whole_number(request: Request, name: str, default: int, minimum: int) -> int:
+def number_arg(request: Request, name: str, default: int, minimum: int) -> int:
+    """A whole-number argument of the query string (FilterError if it is not one)."""
     text = request.args.get(name) or ""
-    if not text:
-        return default
-    if not (text.isascii() and text.isdigit()) or int(text) < minimum:
-        raise BadRequest(f"{name}: {text!r} must be a whole number of {minimum} or more")
-    return int(text)
+    return whole_number(name, text, minimum) if text else default
 
 
 async def open_context(datasette: Datasette, request: Request) -> Context:
@@ -130,10 +128,7 @@ async def open_context(datasette: Datasette, request: Request) -> Context:
     )
     if not await queries.is_ledger(db):
         raise NotFound(f"{db.name} is not an agent-ledger database (run agent-ledger ingest)")
-    try:
-        filters = Filters.from_args(request.args)
-    except FilterError as exc:
-        raise BadRequest(str(exc)) from None
+    filters = Filters.from_args(request.args)
     return Context(datasette, request, db, Urls(datasette, db.name), filters)
 
 
@@ -264,7 +259,7 @@ async def overview_data(ctx: Context) -> dict[str, Any]:
 
 
 async def retry_storms_data(ctx: Context) -> dict[str, Any]:
-    limit = whole_number(
+    limit = number_arg(
         ctx.request, "min_length", threshold(ctx.datasette, ctx.database), minimum=2
     )
     page, by_day, count = await asyncio.gather(
@@ -289,7 +284,7 @@ async def retry_storms_data(ctx: Context) -> dict[str, Any]:
 
 
 async def no_progress_data(ctx: Context) -> dict[str, Any]:
-    limit = whole_number(ctx.request, "min_length", 2, minimum=2)
+    limit = number_arg(ctx.request, "min_length", 2, minimum=2)
     page = await queries.incidents(
         ctx.db, queries.NO_PROGRESS, ctx.filters, limit,
         after=ctx.request.args.get("_next"), size=page_size(ctx.request),
@@ -309,7 +304,7 @@ async def unknown_vendors_data(ctx: Context) -> dict[str, Any]:
     """Vendor stop strings the vendor map lacks, and tools the action map lacks: both fail
     closed, both are fixed by a line in a TOML file."""
     db, filters = ctx.db, ctx.filters
-    offset = whole_number(ctx.request, "_next", 0, minimum=0)
+    offset = number_arg(ctx.request, "_next", 0, minimum=0)
     page, count, tools, tool_count = await asyncio.gather(
         queries.unknown_keys(db, queries.UNKNOWN_VENDOR, filters, offset=offset),
         queries.count_unknown_keys(db, queries.UNKNOWN_VENDOR, filters),
@@ -441,7 +436,7 @@ async def session_data(ctx: Context, session_id: str) -> dict[str, Any]:
     if session is None:
         raise NotFound(f"No session {session_id!r} in {ctx.database}")
     events, stop_at = session["events"] or 0, session["stop_at"]
-    at = whole_number(ctx.request, "at", 1, minimum=1)
+    at = number_arg(ctx.request, "at", 1, minimum=1)
     first = ((min(at, max(events, 1)) - 1) // TIMELINE_PAGE) * TIMELINE_PAGE + 1
     shown = await queries.steps(ctx.db, session_id, first, TIMELINE_PAGE)
     held = gauges(session)
@@ -485,7 +480,7 @@ async def session_data(ctx: Context, session_id: str) -> dict[str, Any]:
 
 
 def page_size(request: Request) -> int:
-    size = whole_number(request, "_size", queries.PAGE_SIZE, minimum=1)
+    size = number_arg(request, "_size", queries.PAGE_SIZE, minimum=1)
     return min(size, queries.MAX_PAGE_SIZE)
 
 
@@ -517,7 +512,7 @@ async def respond(
         "page": page,
         "ledger_urls": ctx.urls,
         "query": ctx.filters.query(),
-        "chart_specs": chart_specs,
+        "chart_specs": cells.visible_data(chart_specs),
         "alternate_url_json": json_url,
         "json_url": json_url,
         "reasons": REASONS,
@@ -546,13 +541,28 @@ BUILDERS: dict[str, Builder] = {
 }
 
 
+View = Callable[..., Awaitable[Response]]
+
+
+def bad_arguments_are_400(view: View) -> View:
+    """A query-string argument the page cannot use (a FilterError) answers 400 with its
+    message, on the page and its ``.json`` twin alike."""
+
+    @functools.wraps(view)
+    async def inner(datasette: Datasette, request: Request) -> Response:
+        try:
+            return await view(datasette, request)
+        except FilterError as exc:
+            raise BadRequest(str(exc)) from None
+
+    return inner
+
+
+@bad_arguments_are_400
 async def dashboard_page(datasette: Datasette, request: Request) -> Response:
     ctx = await open_context(datasette, request)
     page = PAGE_BY_SLUG[request.url_vars["page"]]
-    try:
-        data = await BUILDERS[page.slug](ctx)
-    except FilterError as exc:
-        raise BadRequest(str(exc)) from None
+    data = await BUILDERS[page.slug](ctx)
     json_twin = bool(request.url_vars.get("format"))
     query = request.query_string
     json_url = ctx.urls.page(page.slug, f"?{query}" if query else "", json_twin=True)
@@ -562,6 +572,7 @@ async def dashboard_page(datasette: Datasette, request: Request) -> Response:
 SESSION_PAGE = PageInfo("session", "Session timeline", "ledger_session.html")
 
 
+@bad_arguments_are_400
 async def session_page(datasette: Datasette, request: Request) -> Response:
     ctx = await open_context(datasette, request)
     session_id = tilde_decode(request.url_vars["session"])
@@ -572,7 +583,7 @@ async def session_page(datasette: Datasette, request: Request) -> Response:
     return await respond(ctx, SESSION_PAGE, data, json_twin, json_url)
 
 
-def routes() -> list[tuple[str, Callable[..., Awaitable[Response]]]]:
+def routes() -> list[tuple[str, View]]:
     return [
         (rf"^/(?P<database>[^/]+)/-/(?P<page>{SLUGS})(?P<format>\.json)?$", dashboard_page),
         (r"^/(?P<database>[^/]+)/-/sessions/(?P<session>[^/]+?)(?P<format>\.json)?$",

@@ -17,7 +17,7 @@ from datasette.utils import tilde_decode, tilde_encode
 
 from ledger.db import rollup
 
-from .filters import FilterError, Filters
+from .filters import MAX_INTEGER, FilterError, Filters
 
 if TYPE_CHECKING:
     from datasette.database import Database
@@ -166,11 +166,18 @@ class Kind:
             if len(parts) != len(self.order):
                 raise ValueError
             return {
-                f"k{n}": kind(tilde_decode(part))
+                f"k{n}": _token_value(kind, tilde_decode(part))
                 for n, (part, (_, kind)) in enumerate(zip(parts, self.order, strict=True))
             }
         except ValueError:
             raise FilterError(f"_next: {token!r} is not a page token from this page") from None
+
+
+def _token_value(kind: type, text: str) -> Any:
+    value = kind(text)
+    if kind is int and not -MAX_INTEGER - 1 <= value <= MAX_INTEGER:
+        raise ValueError(text)
+    return value
 
 
 RETRY_STORMS = Kind(

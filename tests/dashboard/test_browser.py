@@ -1,7 +1,8 @@
 """The dashboard as a person uses it: a real `agent-ledger serve`, Debian's chromium, Playwright.
 
 One server and one browser for the module. Every test fails on a JavaScript error or a console
-error, and on any request that leaves 127.0.0.1 (the dashboard must work offline). Screenshots
+error, on a Content-Security-Policy violation (`agent-ledger serve` sends the policy), and on any
+request that leaves 127.0.0.1 (the dashboard must work offline). Screenshots
 of each page go to tests/screenshots/. The overview of the bundled sample_ledgers/ (what
 scripts/demo serves) is the README's screenshot, docs/images/overview.png: it is rewritten only
 with AGENT_LEDGER_UPDATE_SCREENSHOT=1 (or when it is missing), so a test run leaves the tree
@@ -18,7 +19,7 @@ import subprocess
 import sys
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -29,13 +30,23 @@ from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_play
 
 from ledger.cli import cli
 from tests import dashboard_data as data
+from tests.dashboard import bidi_data
 from tests.helpers import ROOT, SAMPLES
 
 CHROMIUM = Path("/usr/bin/chromium")
+#: A name another site controls, made to resolve to 127.0.0.1 as DNS rebinding would.
+REBOUND = "rebound.example"
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    f"--host-resolver-rules=MAP {REBOUND} 127.0.0.1",
 ]
+#: Every Content-Security-Policy violation becomes a console error, which fails the test.
+REPORT_CSP = """
+document.addEventListener("securitypolicyviolation", (e) => {
+  console.error(`CSP violation: ${e.violatedDirective} ${e.blockedURI} ${e.sample}`);
+});
+"""
 SCREENSHOTS = Path(__file__).parent.parent / "screenshots"
 README_SCREENSHOT = ROOT / "docs" / "images" / "overview.png"
 UPDATE_SCREENSHOT = "AGENT_LEDGER_UPDATE_SCREENSHOT"
@@ -75,12 +86,18 @@ def serving(db_path: Path, log_path: Path) -> Iterator[str]:
         log.close()
 
 
+def serve_built(
+    factory: pytest.TempPathFactory, name: str, build: Callable[[Path], Path]
+) -> Iterator[str]:
+    """A module's server of the database ``build`` makes in a folder of its own."""
+    with serving(build(factory.mktemp(name)), factory.getbasetemp() / f"serve-{name}.log") as base:
+        yield base
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The dashboard test database: the samples, hostile text and a long session."""
-    db_path = data.build(tmp_path_factory.mktemp("browser"))
-    with serving(db_path, tmp_path_factory.getbasetemp() / "serve.log") as base:
-        yield base
+    yield from serve_built(tmp_path_factory, "browser", data.build)
 
 
 @pytest.fixture(scope="module")
@@ -102,6 +119,8 @@ class Watch:
         self.dialogs: list[str] = []
 
     def attach(self, context: BrowserContext) -> None:
+        context.add_init_script(REPORT_CSP)
+
         def route(r):  # noqa: ANN001 - playwright's Route
             if r.request.url.startswith(self.base):
                 r.continue_()
@@ -275,6 +294,87 @@ def test_hostile_ledger_text_is_shown_and_never_runs(page: Page) -> None:
     expect(page.locator("#step-1")).to_contain_text(data.SCRIPT)
     page.locator(".ledger-incidents a").first.click()
     assert page.evaluate("window.__pwned") is None
+
+
+# --- security headers, hosts, direction controls --------------------------------------------
+
+
+def test_the_pages_run_under_the_content_security_policy(page: Page) -> None:
+    for path in ("/ledger/-/overview", session_url("0903fa030c63-4"), "/ledger/sessions",
+                 "/ledger?sql=select+1"):
+        response = page.goto(path)
+        assert response is not None
+        headers = response.headers
+        assert "script-src 'self' 'sha256-" in headers["content-security-policy"]
+        assert headers["x-frame-options"] == "DENY"
+        assert headers["x-content-type-options"] == "nosniff"
+    page.goto("/ledger/-/overview")
+    charts_drawn(page, 3)
+    page.goto(session_url("0903fa030c63-4"))
+    charts_drawn(page, 1)
+
+
+def test_a_script_injected_into_a_page_is_refused(browser: Browser, server: str) -> None:
+    context = browser.new_context(base_url=server)
+    page = context.new_page()
+    violations: list[str] = []
+    page.on("console", lambda m: "CSP violation" in m.text and violations.append(m.text))
+    context.add_init_script(REPORT_CSP)
+    try:
+        page.goto("/ledger/-/overview")
+        page.evaluate("""() => {
+            const s = document.createElement("script");
+            s.textContent = "window.__pwned = 'inline'";
+            document.body.appendChild(s);
+        }""")
+        page.wait_for_timeout(200)
+        assert page.evaluate("window.__pwned") is None
+        assert any("script-src" in v for v in violations), violations
+    finally:
+        context.close()
+
+
+def test_a_page_reached_through_a_foreign_name_is_refused(browser: Browser, server: str) -> None:
+    """DNS rebinding: a site's own name resolves to 127.0.0.1; the server refuses the Host."""
+    port = server.rsplit(":", 1)[1]
+    context = browser.new_context()
+    page = context.new_page()
+    try:
+        response = page.goto(f"http://{REBOUND}:{port}/ledger/-/overview")
+        assert response is not None and response.status == 400
+        expect(page.locator("body")).to_contain_text(f"does not answer to the host '{REBOUND}")
+        assert "Overview" not in page.content()
+        response = page.goto(f"http://localhost:{port}/ledger/-/overview")
+        assert response is not None and response.status == 200
+    finally:
+        context.close()
+
+
+@pytest.fixture(scope="module")
+def bidi_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    yield from serve_built(tmp_path_factory, "bidi", bidi_data.build)
+
+
+def test_direction_controls_are_shown_never_applied(browser: Browser, bidi_server: str) -> None:
+    watch = Watch(bidi_server)
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, base_url=bidi_server)
+    watch.attach(context)
+    page = watch.page(context.new_page())
+    try:
+        for path in ("/ledger/-/unknown-vendors", session_url(bidi_data.SESSION),
+                     "/ledger/incidents", "/ledger/sessions"):
+            page.goto(path)
+            text = page.locator("section.content").inner_text()
+            assert "invoice<U+202E>txt.exe" in text or "bidi<U+202E>-1" in text, path
+            assert "\u202e" not in text and "\u2066" not in text, path
+        page.goto(session_url(bidi_data.SESSION))
+        expect(page.locator("h1")).to_contain_text("bidi<U+202E>-1")
+        expect(page.locator("section.content")).to_contain_text("<U+2066>tool<U+2069>")
+        SCREENSHOTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(SCREENSHOTS / "bidi-session.png"), full_page=True)
+    finally:
+        context.close()
+    assert watch.errors == [] and watch.external == [] and watch.dialogs == []
 
 
 # --- the README's screenshot ---------------------------------------------------------------

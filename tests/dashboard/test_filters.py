@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ledger_dashboard.filters import FilterError, Filters
+from ledger_dashboard.filters import FilterError, Filters, whole_number
 
 
 @pytest.mark.parametrize(
@@ -43,9 +43,46 @@ def test_bad_filters_say_what_is_wrong(args: dict[str, str], message: str) -> No
         Filters.from_args(args)
 
 
-def test_until_is_inclusive_of_its_whole_day() -> None:
-    params = Filters(until="2026-12-31").params()
-    assert params["until_next"] == "2027-01-01"
+@pytest.mark.parametrize(
+    ("until", "picked"),
+    [
+        ("2026-12-30", []),
+        ("2026-12-31", ["2026-12-31", "2026-12-31T23:59:59.999Z", "2026-12-31 23:59"]),
+        ("9999-12-30", ["2026-12-31", "2026-12-31T23:59:59.999Z", "2026-12-31 23:59",
+                        "2027-01-01T00:00:00Z"]),
+        ("9999-12-31", ["2026-12-31", "2026-12-31T23:59:59.999Z", "2026-12-31 23:59",
+                        "2027-01-01T00:00:00Z", "9999-12-31T23:59:59Z"]),
+    ],
+)
+def test_until_is_inclusive_of_its_whole_day_up_to_the_last_day(
+    until: str, picked: list[str]
+) -> None:
+    conn = sqlite3.connect(":memory:")
+    conn.execute("create table sessions (started_at)")
+    stamps = ["2026-12-31", "2026-12-31T23:59:59.999Z", "2026-12-31 23:59",
+              "2027-01-01T00:00:00Z", "9999-12-31T23:59:59Z"]
+    conn.executemany("insert into sessions values (?)", [(t,) for t in stamps])
+    filters = Filters.from_args({"until": until})
+    sql = f"select started_at from sessions s where 1{filters.session_where()} order by rowid"
+    assert [r[0] for r in conn.execute(sql, filters.params())] == picked
+
+
+@pytest.mark.parametrize(
+    ("text", "minimum", "value"),
+    [("0", 0, 0), ("7", 2, 7), ("9223372036854775807", 1, 2**63 - 1)],
+)
+def test_whole_numbers_fit_sqlite(text: str, minimum: int, value: int) -> None:
+    assert whole_number("n", text, minimum) == value
+
+
+@pytest.mark.parametrize(
+    ("text", "minimum"),
+    [("9223372036854775808", 0), ("1" * 400, 0), ("1", 2), ("-1", 0), ("1_000", 0),
+     (" 7", 0), ("\u0667", 0), ("1.5", 0), ("", 0), ("1e3", 0)],
+)
+def test_other_numbers_are_filter_errors(text: str, minimum: int) -> None:
+    with pytest.raises(FilterError, match=f"n: .* must be a whole number from {minimum} to"):
+        whole_number("n", text, minimum)
 
 
 @pytest.mark.parametrize(

@@ -106,10 +106,10 @@ def test_serve_binds_to_localhost_by_default() -> None:
     assert args[args.index("--host") + 1] == "127.0.0.1"
 
 
-def test_the_dashboard_is_configured_read_only(tmp_path: Path) -> None:
+def test_the_dashboard_is_configured_read_only_with_security_headers(tmp_path: Path) -> None:
     metadata = metadata_for(tmp_path / "night-42.db")
     assert metadata["plugins"]["ledger_dashboard"] == {
-        "retry_storm_threshold": 3, "read_only": True,
+        "retry_storm_threshold": 3, "read_only": True, "security_headers": True,
     }
 
 
