@@ -81,9 +81,9 @@ def cut_out(line: str, found: list[str]) -> str:
 
 
 def agent_ledger() -> Redactor:
-    from ledger.core.redact import redact
+    from ledger.core.redact import redact_counts
 
-    return lambda text: redact(text)[0]
+    return lambda text: redact_counts(text)[0]  # not redact(): its memo would time lookups
 
 
 def agent_ledger_v1(path: str) -> Callable[[], Redactor]:

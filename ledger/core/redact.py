@@ -38,6 +38,8 @@ wins, so a specific shape always beats a generic context):
     An AWS access key id, ``AKIA``/``ASIA`` followed by 16 capitals or digits (20 in all).
 ``telegram-bot-token``
     The secret half of a Telegram bot token, ``<bot id>:AA`` + 33 characters.
+``discord-bot-token``
+    A Discord bot token: the bot's id in base64, a timestamp and an HMAC, ``.``-separated.
 ``webhook-token``
     The token of a webhook URL, ``.../api/webhooks/<id>/<token>`` (Discord).
 ``sentry-token``
@@ -104,10 +106,19 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from ledger.core.secret_rules import secret_spans
 
-__all__ = ["REDACTION_KINDS", "is_placeholder", "redact", "redact_counts"]
+__all__ = [
+    "PLAIN_TEXT",
+    "REDACTION_KINDS",
+    "drop_cut_token",
+    "is_placeholder",
+    "redact",
+    "redact_counts",
+    "redact_json",
+]
 
 #: Every kind of marker the first pass can emit, in the order its rules are applied (the rule
 #: set's kinds: :func:`ledger.core.secret_rules.rule_kinds`).
@@ -122,6 +133,7 @@ REDACTION_KINDS: tuple[str, ...] = (
     "google-api-key",
     "aws-access-key",
     "telegram-bot-token",
+    "discord-bot-token",
     "webhook-token",
     "sentry-token",
     "tavily-key",
@@ -169,6 +181,14 @@ _AWS_ACCESS = r"A(?<![A-Za-z0-9]A)(?:KIA|SIA)[A-Z0-9]{16}(?![A-Za-z0-9])"
 # with context an agent's log does not have: added here for agent logs.
 _GOOGLE_OAUTH = r"ya29\.(?<![A-Za-z0-9_-]ya29\.)[A-Za-z0-9_-]{20,}"
 _TELEGRAM = r":AA[A-Za-z0-9_-]{33}(?![A-Za-z0-9_-])"  # after the bot's id, which is public
+# A Discord bot token: the user id in base64 (digits, so it starts with M, N or O), a
+# timestamp, an HMAC. Gated by its middle (".", six characters, ".", then the HMAC): a gate
+# that starts with a literal is a fast scan, where the token's own start is not.
+_DISCORD = (
+    r"[MNO](?<![A-Za-z0-9_-][MNO])[A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}"
+    r"(?![A-Za-z0-9_-])"
+)
+_DISCORD_GATE = r"\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27}"
 _WEBHOOK = r"/api/webhooks/[0-9]+/(?P<val>[A-Za-z0-9_-]{20,})"
 _SENTRY = r"sntry[su]_(?<![A-Za-z0-9]sntry[su]_)[A-Za-z0-9_+/=]{30,}"
 _TAVILY = r"tvly-(?<![A-Za-z0-9]tvly-)(?:dev-|prod-)?[A-Za-z0-9]{24,}"
@@ -332,6 +352,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("google-api-key", re.compile(_GOOGLE), ("AIza",)),
     _Rule("aws-access-key", re.compile(_AWS_ACCESS), ("AKIA", "ASIA")),
     _Rule("telegram-bot-token", re.compile(_TELEGRAM), (":AA",)),
+    _Rule("discord-bot-token", re.compile(_DISCORD), (".",), gates=(re.compile(_DISCORD_GATE),)),
     _Rule("webhook-token", re.compile(_WEBHOOK), ("/api/webhooks/",)),
     _Rule("sentry-token", re.compile(_SENTRY), ("sntrys_", "sntryu_")),
     _Rule("tavily-key", re.compile(_TAVILY), ("tvly-",)),
@@ -386,11 +407,19 @@ def _active_rules(text: str) -> list[_Rule]:
     ]
 
 
+#: Texts that no rule can find a secret in: hex digits (hashes, ids), numbers, timestamps and
+#: UUIDs. A bare hex run is a secret only in a context (``key=...``), which it then does not
+#: have. The commonest texts of a row (hashes, times) are given back after one regex match.
+PLAIN_TEXT = re.compile(r"[0-9a-fA-F:.,TZ +-]{0,100}")
+
+
 def redact_counts(text: str) -> tuple[str, dict[str, int]]:
     """Same as :func:`redact`, but count the secrets per kind, e.g. ``{"aws-access-key": 1}``.
 
     Only kinds that were found appear in the dictionary.
     """
+    if PLAIN_TEXT.fullmatch(text):
+        return text, {}
     rules = _active_rules(text)
     counts: dict[str, int] = {}
     for rule in rules:
@@ -399,9 +428,72 @@ def redact_counts(text: str) -> tuple[str, dict[str, int]]:
 
 
 def redact(text: str) -> tuple[str, int]:
-    """Return (text with every secret replaced by a typed marker, number of secrets replaced)."""
+    """Return (text with every secret replaced by a typed marker, number of secrets replaced).
+
+    Remembered for texts up to :data:`MEMO_CHARS` long (a bounded memo, cleared when full),
+    its result too: redaction is idempotent, so a text that was redacted once, and what it
+    became, are known at the cost of a dict lookup when they come back (the database writer
+    redacts again every text the fold gave it; see :mod:`ledger.db.writes`).
+    """
+    known = _MEMO.get(text)
+    if known is not None:
+        return known
+    if PLAIN_TEXT.fullmatch(text):  # not remembered: most such texts (hashes, times) are unique
+        return text, 0
     cleaned, counts = redact_counts(text)
-    return cleaned, sum(counts.values())
+    result = (cleaned, sum(counts.values()))
+    if len(text) <= MEMO_CHARS:
+        if len(_MEMO) >= MEMO_ENTRIES:
+            _MEMO.clear()
+        _MEMO[text] = result
+        if result[1]:
+            _MEMO[cleaned] = (cleaned, 0)
+    return result
+
+
+MEMO_CHARS = 4096
+MEMO_ENTRIES = 16384
+_MEMO: dict[str, tuple[str, int]] = {}
+
+
+def redact_json(
+    value: Any, redactor: Callable[[str], tuple[str, int]] | None = None
+) -> tuple[Any, int]:
+    """A JSON value with every string in it (keys too) redacted (by :func:`redact`, or
+    ``redactor``), and the secrets found.
+
+    The value itself when nothing was found, so a caller can keep its text as it was.
+    """
+    if isinstance(value, str):
+        return (redactor or redact)(value)
+    found = 0
+    if isinstance(value, list):
+        items = []
+        for item in value:
+            item, n = redact_json(item, redactor)
+            items.append(item)
+            found += n
+        return (items if found else value), found
+    if isinstance(value, dict):
+        pairs = {}
+        for key, item in value.items():
+            key, n = (redactor or redact)(key) if isinstance(key, str) else (key, 0)
+            item, m = redact_json(item, redactor)
+            pairs[key] = item
+            found += n + m
+        return (pairs if found else value), found
+    return value, 0
+
+
+#: A token at the very end of a text: all of it, or its head if the text was cut inside it.
+_CUT_TOKEN = re.compile(r"[A-Za-z0-9_\-+/=.~:@%]+\Z")
+
+
+def drop_cut_token(text: str) -> str:
+    """``text`` without the token it ends in: a window cut out of a longer text may end inside
+    a secret, whose head no rule would recognise, so that last token is dropped whole before
+    the window is redacted."""
+    return _CUT_TOKEN.sub("", text)
 
 
 def _apply(rule: _Rule, text: str, counts: dict[str, int]) -> str:

@@ -17,7 +17,8 @@ format onto rounds and checkpoints is documented in docs/real-agent-logs.md.
 
 Privacy: importers hand the fold only what its tables need. Tool output and prompts never
 leave the importer: an observation is a digest of the tool call and its result, and only a
-tool error keeps a short excerpt (its first line, redacted by the fold like every detail).
+tool error keeps a short excerpt (its first line, redacted, then cut; the fold redacts it again
+with every detail).
 """
 
 from __future__ import annotations
@@ -27,9 +28,11 @@ import re
 from typing import Any
 
 from ledger.core.events import ROUND, Event, observation_hash
+from ledger.core.redact import drop_cut_token, redact
 from ledger.formats.seed_dialects import Record, RecordError, parse_ts
 
 ERROR_EXCERPT = 200
+EXCERPT_WINDOW = ERROR_EXCERPT * 4  # characters of a line redacted for its excerpt
 
 
 class UnknownRecord(Exception):
@@ -93,9 +96,17 @@ def digest(*parts: Any) -> str:
 
 
 def excerpt(text: str) -> str:
-    """The first non-blank line of a tool error, cut short (the fold then redacts it)."""
+    """The first non-blank line of a tool error, redacted, then cut short.
+
+    Redacted before the cut, never after: a token that the cut crossed would keep a head that
+    no rule recognises. Only a window of the line is looked at; a token that the window's end
+    cuts is dropped whole first.
+    """
     line = next((part.strip() for part in text.splitlines() if part.strip()), "")
-    return line[:ERROR_EXCERPT]
+    window = line[:EXCERPT_WINDOW]
+    if len(window) < len(line):
+        window = drop_cut_token(window)
+    return redact(window)[0][:ERROR_EXCERPT]
 
 
 def text_of(content: Any) -> str:

@@ -8,7 +8,6 @@ carry on later as if it had never stopped.
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
@@ -18,6 +17,7 @@ from typing import Any
 import msgspec
 
 from ledger.core.fold import Fold, Session, StepRow
+from ledger.core.redact import drop_cut_token
 from ledger.formats import langfuse
 from ledger.formats.agent_records import UnknownRecord
 from ledger.formats.detect import LANGFUSE, line_reader
@@ -36,7 +36,6 @@ from ledger.ingest.files import BOM, Line
 RAW_MAX = 500
 REASON_MAX = 300
 RAW_WINDOW = RAW_MAX * 4  # bytes of a record looked at (and redacted) for its raw text
-_CUT_TOKEN = re.compile(r"[A-Za-z0-9_\-+/=.~:@%]+\Z")
 _SESSION = itemgetter(0)  # a steps row's session_id
 
 #: Given a native session id, the source that already owns it (None if nobody does).
@@ -186,7 +185,7 @@ class SourceFold:
         text = raw[:RAW_WINDOW].decode("utf-8", "replace").replace("\x00", "\ufffd")
         cut = len(raw) > RAW_WINDOW
         if cut:  # a secret cut in two would not be recognised: drop the cut token
-            text = _CUT_TOKEN.sub("", text)
+            text = drop_cut_token(text)
         text = _shorten(self.fold.redact_aside(text), RAW_MAX, cut)
         reason = _shorten(self.fold.redact_aside(reason), REASON_MAX)  # redacted whole, then cut
         self.out.errors.append(

@@ -394,6 +394,12 @@ CASES: list[tuple[str, str, str, dict[str, int]]] = [
         {"telegram-bot-token": 1},
     ),
     (
+        "discord-bot",
+        "bot.run('MTk4NjIyNDgzNDcxOTI1MjQ4.Cl2FMQ." + "ZnCjm1XVW7vRze4b7Cq4se7kKW" + "s')",
+        f"bot.run('{m('discord-bot-token')}')",
+        {"discord-bot-token": 1},
+    ),
+    (
         "discord-webhook",
         "POST https://discord.com/api/webhooks/112233445566778899/" + "Zx9_Yw8-Vu7" * 6,
         f"POST https://discord.com/api/webhooks/112233445566778899/{m('webhook-token')}",
@@ -585,7 +591,8 @@ NEGATIVES = [
     '"observation_hash": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"',
     "commit 4b825dc642cb6eb9a060e54bf8d69288fbad4904",
     "AKIA123",  # too short
-    "AKIAIOSFODNN7EXAMPLEXYZ",  # too long: not an access key id
+    "AKIAQ7W3E4R5T6Y2U3I4XYZ",  # too long: not an access key id
+    "AKIAIOSFODNN7EXAMPLE",  # AWS's documented example: a placeholder
     "Asia/Tokyo",
     "eyJhbGciOiJIUzI1NiJ9",  # one segment is not a JWT
     "ghp_short",

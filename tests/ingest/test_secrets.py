@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from ledger.core.events import observation_hash
-from ledger.db import connection
+from ledger.db import connection, writes
 from ledger.ingest import options as ingest_options
 from ledger.ingest.ingester import ingest
 from ledger.ingest.options import Options
@@ -259,8 +259,9 @@ def test_rows_read_again_leave_no_trace_in_free_pages(
         json.dumps({"session": f"s{n}", "type": "action", "action": "retry",
                     "detail": f"token={secret}"}) + "\n" for n in range(2000)))
     db = tmp_path / "ledger.db"
-    with monkeypatch.context() as old_version:
+    with monkeypatch.context() as old_version:  # a version that redacted neither in the fold
         old_version.setattr(ingest_options, "redact", lambda text: (text, 0))
+        old_version.setattr(writes, "redact", lambda text: (text, 0))  # nor in the writer
         ingest(db, [ledger])
     assert secret.encode() in db.read_bytes()
     ledger.write_text(json.dumps({"session": "new", "type": "round"}) + "\n")  # replaced
