@@ -133,7 +133,9 @@ def folder_name(path: Any) -> str | None:
 
 @functools.lru_cache(maxsize=256)  # every line of a session repeats its cwd
 def _last_part(path: str) -> str | None:
-    return _SEPARATORS.split(path.rstrip("\\/"))[-1] or None
+    # Redacted whole first: a secret in a path (a URL, a connection string) is recognised by
+    # its context, which its last part alone no longer has.
+    return _SEPARATORS.split(redact(path)[0].rstrip("\\/"))[-1] or None
 
 
 _SEPARATORS = re.compile(r"[\\/]")

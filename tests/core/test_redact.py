@@ -13,8 +13,15 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from ledger.core.redact import REDACTION_KINDS, is_placeholder, redact, redact_counts
+from ledger.core.redact import (
+    REDACTION_KINDS,
+    is_placeholder,
+    redact,
+    redact_counts,
+    redact_json,
+)
 from ledger.core.secret_rules import rule_kinds
+from ledger.formats.agent_records import ERROR_EXCERPT, EXCERPT_WINDOW, excerpt
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "secrets"
 
@@ -536,6 +543,74 @@ def test_corpus_as_one_text() -> None:
         expected[kind] = expected.get(kind, 0) + 1
     assert counts == expected
     assert out.count("\n") == text.count("\n")
+
+
+# -- the vendors' corpus: every documented format, in the context an agent logs it ----------
+
+VENDORS = [tuple(r.split("\t", 2)) for r in (FIXTURES / "vendors.tsv").read_text().splitlines()]
+LOOKALIKES = [
+    tuple(r.split("\t", 1)) for r in (FIXTURES / "lookalikes.tsv").read_text().splitlines()
+]
+
+
+def leaks(secret: str, text: str, window: int = 12) -> bool:
+    """Whether ``window`` characters of the secret in a row are left in ``text``."""
+    n = min(window, len(secret))
+    return any(secret[i : i + n] in text for i in range(len(secret) - n + 1))
+
+
+def test_vendor_corpus_has_at_least_50_kinds() -> None:
+    assert len({kind for kind, _, _ in VENDORS}) >= 50
+
+
+@pytest.mark.parametrize(("kind", "secret", "line"), VENDORS, ids=[v[0] for v in VENDORS])
+def test_vendor_format_is_redacted(kind: str, secret: str, line: str) -> None:
+    out, found = redact(line)
+    assert not leaks(secret, out) and found >= 1
+    assert redact(out) == (out, 0)
+
+
+@pytest.mark.parametrize(("label", "line"), LOOKALIKES, ids=[v[0] for v in LOOKALIKES])
+def test_lookalike_is_left_alone(label: str, line: str) -> None:
+    assert redact(line) == (line, 0)
+
+
+CUT_CASES = [(secret, line) for _, secret, line in VENDORS if line.index(secret) < 100]
+
+
+@pytest.mark.parametrize(("secret", "line"), CUT_CASES, ids=[c[0][:12] for c in CUT_CASES])
+@pytest.mark.parametrize("inside", [30, 12, 1])
+def test_an_excerpt_is_redacted_before_it_is_cut(secret: str, line: str, inside: int) -> None:
+    """A secret that the excerpt's cut crosses (``inside`` characters of it before the cut)
+    leaves no head behind: it used to keep them, cut first and redacted after."""
+    pad = ERROR_EXCERPT - inside - line.index(secret) - len("error: ") - 1
+    text = "error: " + "x" * pad + " " + line + " and more\nstack"
+    assert text.index(secret) == ERROR_EXCERPT - inside
+    out = excerpt(text)
+    assert len(out) <= ERROR_EXCERPT and not leaks(secret, out)
+
+
+def test_a_line_longer_than_the_window_drops_the_token_it_cuts() -> None:
+    token = "glpat-" + "Ab3dEf6hIj9kLm2nOp5q"
+    line = "e " * (EXCERPT_WINDOW // 2 - 5) + token
+    assert token[:10] not in excerpt(line) and len(excerpt(line)) == ERROR_EXCERPT
+
+
+def test_redact_json_redacts_every_string_keys_too() -> None:
+    value = {"tools": {GHP: {"args": ["x", f"token={BEARER}"]}}, "n": 3, "ok": None}
+    cleaned, found = redact_json(value)
+    assert found == 2 and GHP not in str(cleaned) and BEARER not in str(cleaned)
+    assert cleaned["n"] == 3 and redact_json(cleaned) == (cleaned, 0)
+    assert redact_json({"a": ["b"]})[0] is not None
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["ghp_" + "x" * 36, "AKIAIOSFODNN7EXAMPLE", "api_key: YOUR_API_KEY", "password: changeme",
+     "password=********", "sk-...your-key-here...", "token: <redacted>", "Bearer " + "0" * 20],
+)
+def test_placeholders_are_allowed(text: str) -> None:
+    assert redact(text) == (text, 0)
 
 
 # -- negatives: ordinary text is left alone --------------------------------------------------
