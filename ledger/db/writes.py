@@ -125,6 +125,17 @@ def _upsert_values(
     conn.executemany(sql, _cleaned_rows(values))
 
 
+def insert(
+    conn: sqlite3.Connection, table: str, columns: Sequence[str], values: Iterable[Sequence[Any]]
+) -> None:
+    """Insert rows given as values in ``columns`` order, every text cleaned."""
+    conn.executemany(
+        f"INSERT INTO [{table}] ({', '.join(f'[{c}]' for c in columns)}) "
+        f"VALUES ({', '.join('?' for _ in columns)})",
+        _cleaned_rows(values),
+    )
+
+
 def write_batch(
     conn: sqlite3.Connection,
     *,
@@ -145,11 +156,7 @@ def write_batch(
     _upsert(conn, "incidents", incidents)
     if errors:
         columns = list(errors[0])
-        conn.executemany(
-            f"INSERT INTO ingest_errors ({', '.join(columns)}) "
-            f"VALUES ({', '.join('?' for _ in columns)})",
-            _cleaned_rows(tuple(e[c] for c in columns) for e in errors),
-        )
+        insert(conn, "ingest_errors", columns, (tuple(e[c] for c in columns) for e in errors))
     _upsert(conn, "sessions", sessions)
     _upsert(
         conn,
