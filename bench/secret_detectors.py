@@ -11,7 +11,7 @@ For each candidate a line is redacted as the candidate would redact it: every se
 reports is cut out of the line. A secret counts as caught when no 12 characters of it in a row
 are left (the whole of it, when shorter): a redactor that keeps a token's head has not caught
 it. A look-alike counts as a false positive when the candidate changes it at all. Speed is
-the time per line over lines of real agent logs (``/work/shared/fixtures/real-agent-logs``
+the CPU time per line over lines of real agent logs (``/work/shared/fixtures/real-agent-logs``
 or, without them, ``sample_ledgers/``), which almost never hold a secret: the cost that every
 ingested line pays. Start-up (loading or compiling the rules) is reported apart.
 
@@ -52,7 +52,7 @@ def load_lookalikes() -> list[tuple[str, str]]:
     return [tuple(row.split("\t", 1)) for row in rows]  # type: ignore[misc]
 
 
-def plain_lines(limit: int = 4000) -> list[str]:
+def plain_lines(limit: int = 1500) -> list[str]:
     """Lines of real agent logs (secret-free text, as most ingested text is)."""
     root = REAL_LOGS if REAL_LOGS.is_dir() else ROOT / "sample_ledgers"
     out: list[str] = []
@@ -139,15 +139,18 @@ CANDIDATES: dict[str, tuple[str | None, Callable[[], Redactor]]] = {
 }
 
 
-def per_line_us(redact: Redactor, lines: list[str], seconds: float = 2.0) -> float:
-    done, start = 0, time.perf_counter()
-    while True:
+def per_line_us(redact: Redactor, lines: list[str], passes: int = 3) -> float:
+    """CPU time per line, the best of ``passes`` passes (CPU time, not wall-clock: the
+    machines this runs on are shared, and a busy neighbour should not count)."""
+    best = float("inf")
+    for _ in range(passes):
+        start = time.process_time()
         for line in lines:
             redact(line)
-        done += len(lines)
-        elapsed = time.perf_counter() - start
-        if elapsed > seconds:
-            return elapsed / done * 1e6
+        best = min(best, time.process_time() - start)
+        if best > 5:  # a slow candidate: one pass tells
+            break
+    return best / len(lines) * 1e6
 
 
 def measure(name: str, build: Callable[[], Redactor], plain: list[str]) -> Iterator[str]:
@@ -159,7 +162,7 @@ def measure(name: str, build: Callable[[], Redactor], plain: list[str]) -> Itera
     missed = [kind for kind, secret, line in vendors if leaked(secret, redact(line))]
     false = [label for label, line in looks if redact(line) != line]
     speed = per_line_us(redact, plain)
-    hit_speed = per_line_us(redact, [line for _, _, line in vendors], 1.0)
+    hit_speed = per_line_us(redact, [line for _, _, line in vendors])
     recall = 100 * (len(vendors) - len(missed)) / len(vendors)
     fp = 100 * len(false) / len(looks)
     yield (f"| {name} | {len(vendors) - len(missed)}/{len(vendors)} ({recall:.0f}%) | "
