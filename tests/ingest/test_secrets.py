@@ -376,3 +376,22 @@ def test_rows_read_again_leave_no_trace_in_free_pages(
     ledger.write_text(json.dumps({"session": "new", "type": "round"}) + "\n")  # replaced
     ingest(db, [ledger])
     assert secret.encode() not in db.read_bytes()
+
+
+@pytest.mark.parametrize("as_json", [True, False])
+def test_replay_exports_no_secret(tmp_path: Path, as_json: bool) -> None:
+    """``agent-ledger replay`` prints what the database would hold: redacted, ids and all."""
+    from click.testing import CliRunner
+
+    from ledger.cli import cli
+
+    token = dict((kind, secret) for kind, secret, _ in VENDORS)["github-classic-pat"]
+    ledger = tmp_path / "runs" / "agent.jsonl"
+    ledger.parent.mkdir()
+    ledger.write_text("".join(json.dumps(e) + "\n" for e in [
+        {"session": f"s-{token}", "type": "round", "tool": f"sh {token}"},
+        {"session": f"s-{token}", "type": "round", "ts": token},  # put aside, quoted
+    ]))
+    result = CliRunner().invoke(cli, ["replay", str(ledger), *(["--json"] if as_json else [])])
+    assert result.exit_code == 0, result.output
+    assert "[REDACTED:" in result.output and not leaks(token, result.output)
