@@ -19,7 +19,10 @@ Pure in the sense that matters here: the same text always gives the same spans.
 from __future__ import annotations
 
 import functools
+import os
 import re
+import tempfile
+from pathlib import Path
 from typing import Any
 
 __all__ = ["MIN_RUN", "kind_of", "rule_kinds", "secret_spans"]
@@ -42,7 +45,19 @@ def _scanner() -> Any:
 
     # Every confidence level (the scanner's own filters still drop placeholders); no Base64
     # decoding: a secret inside Base64 is stored as Base64 text, and its span is the encoding.
-    return Scanner(Rules(confidence="low"), base64=False)
+    return Scanner(Rules(confidence="low", cache_dir=_cache_dir()), base64=False)
+
+
+def _cache_dir() -> str | None:
+    """Where the compiled rules are cached: the library's own choice (``KF_RULE_CACHE_DIR``,
+    else the user's cache folder), or, in an environment with no home (a hook, a service, a
+    bare ``env -i``), a folder of this user's own under the temporary folder, where the library
+    would cache nothing and compile the rules again in every process (seconds each)."""
+    if any(os.environ.get(v) for v in ("KF_RULE_CACHE_DIR", "XDG_CACHE_HOME", "HOME")):
+        return None
+    folder = Path(tempfile.gettempdir()) / f"agent-ledger-rules-{os.getuid()}"
+    folder.mkdir(mode=0o700, exist_ok=True)  # the library refuses a folder others can write
+    return str(folder)
 
 
 def rule_kinds() -> frozenset[str]:
