@@ -8,10 +8,12 @@ Rust engine (Vectorscan), which caches the compiled database on disk; a scan nev
 network. ``bench/secret_detectors.py`` compares it with the alternatives (``docs/ingest.md``
 says why this one).
 
-Speed: a text that has no run of :data:`MIN_RUN` token characters cannot hold any of those
-formats, and is not handed to the engine at all (one regex search, in C). Most ingested text
-(tool names, short details, prose) stops there; the rule set is not even loaded until a text
-gets past it.
+Speed: a text that has no run of :data:`MIN_RUN` token characters (``/`` and ``.`` not
+counted: they cut paths and host names into words) is not handed to the engine at all (one
+regex search, in C). The formats of the rule set are tokens of that length or longer; a key
+that ``/`` cuts short is base64, which the first pass recognises by its context
+(``AccountKey=``, ``aws_secret_access_key``). Most ingested text (tool names, short details,
+paths, prose) stops there; the rule set is not even loaded until a text gets past it.
 
 Pure in the sense that matters here: the same text always gives the same spans.
 """
@@ -27,10 +29,10 @@ from typing import Any
 
 __all__ = ["MIN_RUN", "kind_of", "rule_kinds", "secret_spans"]
 
-#: The shortest run of token characters that any rule of the set needs.
-MIN_RUN = 16
-_TOKEN_CHARS = r"A-Za-z0-9_+/=.~%-"
-_PREFILTER = re.compile(f"[{_TOKEN_CHARS}]{{{MIN_RUN}}}")
+#: The run of token characters (not counting ``/`` and ``.``, which split paths and host
+#: names into short words) that a text must have for the rule set to look at it.
+MIN_RUN = 20
+_PREFILTER = re.compile(f"[A-Za-z0-9_+=~%-]{{{MIN_RUN}}}")
 #: A span is widened to the whole token around it: a rule that matched only part of a token
 #: (its head, or a tail after a prefix) must not leave the rest behind.
 _BEFORE = re.compile(r"[A-Za-z0-9_+/~%-]*\Z")
