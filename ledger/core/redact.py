@@ -451,7 +451,7 @@ def redact(text: str) -> tuple[str, int]:
     return result
 
 
-MEMO_CHARS = 4096
+MEMO_CHARS = 1024  # stored texts are cut to 500 characters at most (fold.DETAIL_MAX)
 MEMO_ENTRIES = 16384
 _MEMO: dict[str, tuple[str, int]] = {}
 

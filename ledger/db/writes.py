@@ -27,7 +27,7 @@ from typing import Any
 import sqlite_utils
 
 from ledger.core.fold import STEP_COLUMNS, StepRow
-from ledger.core.redact import PLAIN_TEXT, redact, redact_json
+from ledger.core.redact import MEMO_CHARS, PLAIN_TEXT, redact, redact_json
 from ledger.db import rollup
 
 
@@ -84,7 +84,7 @@ def _clean_json(text: str, cleaned: str) -> str:
 #: Texts known to be storable as they are (clean, and not JSON with secrets inside): most
 #: texts of a row (ids, tool names, what the fold already redacted) are looked up here, one
 #: set lookup each, instead of being cleaned again; the others, hashes and times, are
-#: :data:`~ledger.core.redact.PLAIN_TEXT`. Bounded: cleared when full.
+#: :data:`~ledger.core.redact.PLAIN_TEXT`. Bounded, in count and in the length of its texts.
 _STORABLE: set[str] = set()
 STORABLE_MAX = 1 << 16
 
@@ -103,7 +103,10 @@ def _cleaned_rows(values: Iterable[Sequence[Any]]) -> Iterator[Sequence[Any]]:
         cleaned = tuple([clean(v) for v in row])
         if len(storable) > STORABLE_MAX:
             storable.clear()
-        storable.update(v for v, c in zip(row, cleaned, strict=True) if v is c and type(v) is str)
+        storable.update(
+            v for v, c in zip(row, cleaned, strict=True)
+            if v is c and type(v) is str and len(v) <= MEMO_CHARS  # JSON states: not kept
+        )
         yield row if all(map(operator.is_, row, cleaned)) else cleaned
 
 
