@@ -102,9 +102,10 @@ def store_findings(db_path: str | Path, result: Scan) -> int:
     try:
         with writes.immediate(db) as conn:
             conn.execute("DELETE FROM leftovers WHERE repo = ?", (result.repo,))
-            conn.executemany(
-                "INSERT INTO leftovers (repo, path, line, category, matched, text, action, "
-                "scanned_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            writes.insert(
+                conn,
+                "leftovers",
+                ("repo", "path", "line", "category", "matched", "text", "action", "scanned_at"),
                 [
                     (result.repo, f.path, f.line, f.category, f.matched, f.text,
                      actions[f.category], at)

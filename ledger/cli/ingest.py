@@ -17,6 +17,7 @@ from ledger.cli.options import (
     fold_options,
     table,
 )
+from ledger.core.redact import redact_json
 from ledger.ingest.files import LedgerPathError
 from ledger.ingest.ingester import follow, ingest
 from ledger.ingest.options import DEFAULT_BATCH, DEFAULT_INTERVAL, Options, Summary
@@ -216,6 +217,8 @@ def replay_command(paths: tuple[str, ...], options: Options, as_json: bool) -> N
             errors.extend(put_aside)
     except LedgerPathError as exc:
         raise click.ClickException(str(exc)) from None
+    # An export, like the database: every text in it redacted (session ids, paths too).
+    (sessions, errors), _ = redact_json([sessions, errors])
     for error in errors:
         where = f"{error['path']}:{error['line']}" if error["line"] else error["path"]
         click.echo(f"put aside: {where}: {error['reason']}", err=True)

@@ -1,9 +1,19 @@
-"""Secret redaction for ledger text: a pure function, standard library only, no I/O.
+"""Secret redaction for ledger text: a pure function (the same text, the same result).
 
 Every secret found is replaced by a typed marker ``[REDACTED:<kind>]``. Where a secret sits in
 a context (``password=...``, ``Bearer ...``, ``https://user:...@host``) the context is kept
-and only the secret itself is replaced. The kinds, in the order they are applied (the first
-rule to claim a span wins, so a specific shape always beats a generic context):
+and only the secret itself is replaced.
+
+Two passes. First the rules below, written for what agent logs carry: the tokens agents use
+most, with markers named for them, and the contexts of shells, configs and headers that a
+scanner of source code does not look for. Then the maintained rule set of a secret-scanning
+project (:mod:`ledger.core.secret_rules`: some 490 vendor formats, GitLab, npm, PyPI,
+Hugging Face, Vault, ...) on what the first pass left; its markers are named for its rules
+(``[REDACTED:gitlab-pat]``). Both passes skip placeholders (:func:`is_placeholder`:
+``ghp_xxxx...``, ``YOUR_API_KEY``, ``AKIAIOSFODNN7EXAMPLE``, ``changeme``, ``********``).
+
+The kinds of the first pass, in the order they are applied (the first rule to claim a span
+wins, so a specific shape always beats a generic context):
 
 ``private-key``
     A PEM private key block, ``-----BEGIN ... PRIVATE KEY-----`` to the matching END line,
@@ -26,22 +36,49 @@ rule to claim a span wins, so a specific shape always beats a generic context):
     A Google API key, ``AIza`` followed by 35 characters.
 ``aws-access-key``
     An AWS access key id, ``AKIA``/``ASIA`` followed by 16 capitals or digits (20 in all).
+``telegram-bot-token``
+    The secret half of a Telegram bot token, ``<bot id>:AA`` + 33 characters.
+``discord-bot-token``
+    A Discord bot token: the bot's id in base64, a timestamp and an HMAC, ``.``-separated.
+``webhook-token``
+    The token of a webhook URL, ``.../api/webhooks/<id>/<token>`` (Discord).
+``sentry-token``
+    A Sentry auth token, ``sntrys_`` (organisation) or ``sntryu_`` (user).
+``tavily-key``
+    A Tavily API key, ``tvly-``.
+``jfrog-token``
+    A JFrog API key (``AKCp``) or reference token (``cmVmdGtu``).
+``dropbox-token``
+    A Dropbox access token, ``sl.`` + 120 characters or more.
+``azure-key``
+    An Azure storage or Service Bus key (``AccountKey=``, ``SharedAccessKey=``) or the
+    signature of a SAS URL (``sig=``).
 ``url-password``
     The password of a URL with credentials: ``https://user:pass@host`` becomes
     ``https://user:[REDACTED:url-password]@host``.
+``cli-password``
+    A password or token on a command line: ``curl -u user:pw`` (``--user``), ``sshpass -p
+    pw``, ``mysql -ppw``, and the value of a flag named for one (``--token X``,
+    ``--password X``, ``--api-key X``).
 ``bearer-token``
-    The token after ``Bearer``. In an ``Authorization`` header any token is redacted; a bare
+    The token after ``Bearer`` (or ``Token``, ``Bot`` in an ``Authorization`` header). In an
+    ``Authorization`` header any token is redacted; a bare
     ``Bearer <token>`` elsewhere needs 8+ token characters including a digit, so prose such as
     "Bearer tokens" is left alone. The word ``Bearer`` is kept.
 ``basic-auth``
     The base64 credentials of an ``Authorization: Basic ...`` header.
+``google-oauth-token``
+    A Google OAuth access token, ``ya29.`` (outside an ``Authorization`` header, where it is a
+    ``bearer-token``).
 ``aws-secret-key``
     The value assigned to ``aws_secret_access_key`` / ``SecretAccessKey`` (any case, with
     ``=``, ``:`` or quotes).
 ``secret-assignment``
-    The value assigned to a key ending in ``password``, ``passwd``, ``pwd``, ``secret``,
-    ``secret_key``, ``token``, ``api_key``/``apikey``/``api-key`` (any case, any prefix:
-    ``DB_PASSWORD``, ``client_secret``, ``accessToken``). Forms: ``key=value``,
+    The value assigned to a key ending in ``password``, ``passwd``, ``passphrase``, ``pass``
+    (after a non-letter: ``db_pass``, not ``bypass``), ``pwd``, ``secret``, ``secret_key``,
+    ``secretString``, ``token``, ``api_key``/``apikey``/``api-key``, ``credential(s)`` (any
+    case, any prefix: ``DB_PASSWORD``, ``client_secret``, ``accessToken``,
+    ``mySecretString``). Forms: ``key=value``,
     ``key: value``, ``"key": "value"``, ``key => 'value'``, ``key: str = "value"``,
     ``config["key"] = "value"``, also inside JSON-escaped text (``\\"key\\": \\"value\\"``).
     The key is kept. Not redacted: empty values, ``None``/``null``/``true``/``false`` and type
@@ -55,10 +92,11 @@ Hex strings (hashes of any length) are never redacted on their own: nothing here
 bare hex run. Redaction is idempotent: a marker is never matched again, so redacting twice
 changes nothing and counts zero the second time.
 
-Speed (this runs on every ingested line): the fast path is one substring test per trigger
-(``PRIVATE KEY``, ``eyJ``, ``sk-``, ``AKIA``, ``://``, ... and, in the lowercased text,
-``password``, ``token``, ``bearer``, ...). Text with none of them is returned as it is, the
-very same object. Otherwise only the rules whose triggers occur run (the key-word rule only
+Speed (this runs on every ingested text): the rule set's pass has a prefilter of its own
+(:data:`ledger.core.secret_rules.MIN_RUN`). The first pass's fast path is one substring test
+per trigger (``PRIVATE KEY``, ``eyJ``, ``sk-``, ``AKIA``, ``://``, ... and, in the lowercased
+text, ``password``, ``token``, ``bearer``, ...). Text that wakes neither is returned as it is,
+the very same object. Otherwise only the rules whose triggers occur run (the key-word rule only
 when a key word is followed by ``=`` or ``:``), and every pattern starts with a literal or a
 character class so that the regex engine jumps from candidate to candidate.
 """
@@ -68,10 +106,22 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["REDACTION_KINDS", "redact", "redact_counts"]
+from ledger.core.secret_rules import secret_spans
 
-#: Every kind of marker :func:`redact` can emit, in the order the rules are applied.
+__all__ = [
+    "PLAIN_TEXT",
+    "REDACTION_KINDS",
+    "drop_cut_token",
+    "is_placeholder",
+    "redact",
+    "redact_counts",
+    "redact_json",
+]
+
+#: Every kind of marker the first pass can emit, in the order its rules are applied (the rule
+#: set's kinds: :func:`ledger.core.secret_rules.rule_kinds`).
 REDACTION_KINDS: tuple[str, ...] = (
     "private-key",
     "jwt",
@@ -82,9 +132,19 @@ REDACTION_KINDS: tuple[str, ...] = (
     "slack-token",
     "google-api-key",
     "aws-access-key",
+    "telegram-bot-token",
+    "discord-bot-token",
+    "webhook-token",
+    "sentry-token",
+    "tavily-key",
+    "jfrog-token",
+    "dropbox-token",
+    "azure-key",
     "url-password",
+    "cli-password",
     "bearer-token",
     "basic-auth",
+    "google-oauth-token",
     "aws-secret-key",
     "secret-assignment",
 )
@@ -117,6 +177,40 @@ _SLACK = r"xox(?<![A-Za-z0-9_-]xox)[abprs]-[A-Za-z0-9-]{10,}"
 _GOOGLE = r"AIza(?<![A-Za-z0-9_-]AIza)[A-Za-z0-9_-]{35,}"
 _AWS_ACCESS = r"A(?<![A-Za-z0-9]A)(?:KIA|SIA)[A-Z0-9]{16}(?![A-Za-z0-9])"
 
+# Formats the maintained rule set (ledger/core/secret_rules.py) does not know, or knows only
+# with context an agent's log does not have: added here for agent logs.
+_GOOGLE_OAUTH = r"ya29\.(?<![A-Za-z0-9_-]ya29\.)[A-Za-z0-9_-]{20,}"
+_TELEGRAM = r":AA[A-Za-z0-9_-]{33}(?![A-Za-z0-9_-])"  # after the bot's id, which is public
+# A Discord bot token: the user id in base64 (digits, so it starts with M, N or O), a
+# timestamp, an HMAC. Gated by its middle (".", six characters, ".", then the HMAC): a gate
+# that starts with a literal is a fast scan, where the token's own start is not.
+_DISCORD = (
+    r"[MNO](?<![A-Za-z0-9_-][MNO])[A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}"
+    r"(?![A-Za-z0-9_-])"
+)
+_DISCORD_GATE = r"\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27}"
+_WEBHOOK = r"/api/webhooks/[0-9]+/(?P<val>[A-Za-z0-9_-]{20,})"
+_SENTRY = r"sntry[su]_(?<![A-Za-z0-9]sntry[su]_)[A-Za-z0-9_+/=]{30,}"
+_TAVILY = r"tvly-(?<![A-Za-z0-9]tvly-)(?:dev-|prod-)?[A-Za-z0-9]{24,}"
+_JFROG = r"(?:AKCp[A-Za-z0-9]{60,}|cmVmdGtu[A-Za-z0-9]{40,})"
+_DROPBOX = r"sl\.(?<![A-Za-z0-9_.-]sl\.)[A-Za-z0-9_-]{120,}"
+_AZURE_KEY = r"(?:Account|SharedAccess)Key=(?P<val>[A-Za-z0-9+/%]{20,}=*)"
+_AZURE_SAS = r"sig=(?<=[?&]sig=)(?P<val>[A-Za-z0-9%+/=_-]{16,})"
+# Passwords on a command line: curl -u user:pw, sshpass -p pw, mysql -ppw, --password pw.
+_CURL_USER = (
+    r"-(?<![\w-]-)(?:u|-user)[ \t=]+[\"']?[^\s:\"']+:(?![0-9]+(?:\s|\Z))"
+    r"(?P<val>" + _NOT_MARKER + r"[^\s\"']+)"
+)
+_SSHPASS = r"sshpass[ \t]+-p[ \t]*[\"']?(?P<val>" + _NOT_MARKER + r"[^\s\"']+)"
+_MYSQL = (
+    r"mysql(?<![\w-]mysql)(?:dump|admin)?[ \t][^\n]*?[ \t]-p(?P<val>" + _NOT_MARKER
+    + r"[^\s\"'-][^\s\"']*)"
+)
+_FLAG = (
+    r"--[a-z0-9-]*(?:token|passw(?:or)?d|secret|api-?key)[ \t]+[\"']?"
+    r"(?![-$<{%])(?P<val>" + _NOT_FOLDED_MARKER + r"[^\s\"']+)"
+)
+
 # scheme://user:PASSWORD@ ; the match starts at "://" (a scheme character must precede it).
 # Group ``val`` is the secret; everything before it is kept.
 _URL = (
@@ -138,7 +232,7 @@ _WORD = r"(?:" + _NOT_FOLDED_MARKER + r"[^\s\"'`\\,;&)\]}])+"
 # The credentials after "bearer"/"basic" start like a token and run to a delimiter, so that
 # "Bearer password=hunter2" cannot leave half of a secret behind. In an Authorization header
 # any such token is redacted ...
-_BEARER_HEADER = _HEADER + r"bearer[ \t]+(?=[a-z0-9._~+/-])(?P<val>" + _WORD + ")"
+_BEARER_HEADER = _HEADER + r"(?:bearer|token|bot)[ \t]+(?=[a-z0-9._~+/-])(?P<val>" + _WORD + ")"
 # ... a bare "bearer" needs a token of 8+ characters with a digit. Such conditions live in
 # the patterns, never in a callback: a match that was then declined would still consume its
 # text and could hide a secret right after it.
@@ -150,12 +244,15 @@ _BASIC = _HEADER + r"basic[ \t]+(?=[a-z0-9+/])(?P<val>" + _WORD + ")"
 
 _KEYWORDS = (
     "none|null|nil|true|false|undefined|str|string|bytes|int|bool|boolean|number|object"
-    "|optional|any|secretstr"
+    "|optional|any|secretstr|include|omit|same-origin"
 )
 #: What ends an unquoted value (and what must follow a keyword for it to be the whole value).
 _VALUE_END = r"(?:[\s\"'`\\,;&)\]}]|\Z)"
 #: The key words, any prefix allowed before them (DB_PASSWORD, client_secret, accessToken).
-_KW = r"(?:secret(?:[_-]?access[_-]?key|[_-]?key)?|passw(?:or)?d|pwd|token|api[_-]?key)"
+_KW = (
+    r"(?:secret(?:[_-]?access[_-]?key|[_-]?(?:key|string|value))?|passw(?:or)?d|passphrase"
+    r"|(?<![a-z])pass|pwd|token|api[_-]?key|credentials?)"
+)
 #: A separator ahead (":" or "=", not "::" or "=="), after optional blanks.
 _SEP_AHEAD = r"[ \t]*(?::(?!:)|=(?!=))"
 #: After a key, before the separator: the closing quote of a quoted key, maybe closing a
@@ -164,8 +261,8 @@ _KEY_END = r"(?:\\*[\"'`]\]?)?(?:\*{1,2}|__)?"
 _ASSIGNMENT = (
     # the key: any prefix is allowed (DB_PASSWORD, client_secret, accessToken). Every branch
     # starts with a letter, for speed; the empty groups mark the AWS and pwd keys.
-    r"(?P<kw>secret(?:[_-]?access(?P<aws>)[_-]?key|[_-]?key)?|passw(?:or)?d|p(?P<pwd>)wd"
-    r"|token|api[_-]?key)"
+    r"(?P<kw>secret(?:[_-]?access(?P<aws>)[_-]?key|[_-]?(?:key|string|value))?"
+    r"|passw(?:or)?d|passphrase|(?<![a-z])pass|p(?P<pwd>)wd|token|api[_-]?key|credentials?)"
     + _KEY_END
     # an optional type annotation before '=': password: str = "x". Taken atomically (a
     # lookahead, then a backreference): once read as an annotation, never re-read as
@@ -201,8 +298,9 @@ _ASSIGNMENT = (
 _ASSIGNMENT_GATES = tuple(
     re.compile(word + _KEY_END + r"[ \t]*[:=]")
     for word in (
-        r"secret(?:[_-]?access)?(?:[_-]?key)?",
-        r"passw(?:or)?d",
+        r"secret(?:[_-]?access)?(?:[_-]?(?:key|string|value))?",
+        r"pass(?:w(?:or)?d|phrase)?",
+        r"credentials?",
         r"pwd",
         r"token",
         r"api[_-]?key",
@@ -253,14 +351,28 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("slack-token", re.compile(_SLACK), ("xox",)),
     _Rule("google-api-key", re.compile(_GOOGLE), ("AIza",)),
     _Rule("aws-access-key", re.compile(_AWS_ACCESS), ("AKIA", "ASIA")),
+    _Rule("telegram-bot-token", re.compile(_TELEGRAM), (":AA",)),
+    _Rule("discord-bot-token", re.compile(_DISCORD), (".",), gates=(re.compile(_DISCORD_GATE),)),
+    _Rule("webhook-token", re.compile(_WEBHOOK), ("/api/webhooks/",)),
+    _Rule("sentry-token", re.compile(_SENTRY), ("sntrys_", "sntryu_")),
+    _Rule("tavily-key", re.compile(_TAVILY), ("tvly-",)),
+    _Rule("jfrog-token", re.compile(_JFROG), ("AKCp", "cmVmdGtu")),
+    _Rule("dropbox-token", re.compile(_DROPBOX), ("sl.",)),
+    _Rule("azure-key", re.compile(_AZURE_KEY), ("Key=",)),
+    _Rule("azure-key", re.compile(_AZURE_SAS), ("sig=",)),
     _Rule("url-password", re.compile(_URL), ("://",)),
+    _Rule("cli-password", re.compile(_CURL_USER), (" -u ", "--user")),
+    _Rule("cli-password", re.compile(_SSHPASS), ("sshpass",)),
+    _Rule("cli-password", re.compile(_MYSQL), ("mysql",)),
+    _Rule("cli-password", re.compile(_FLAG), ("--",), folded=True),
     _Rule("bearer-token", re.compile(_BEARER_HEADER), ("authorization",), folded=True),
     _Rule("bearer-token", re.compile(_BEARER), ("bearer",), folded=True),
     _Rule("basic-auth", re.compile(_BASIC), ("authorization",), folded=True),
+    _Rule("google-oauth-token", re.compile(_GOOGLE_OAUTH), ("ya29.",)),
     _Rule(
         "secret-assignment",
         re.compile(_ASSIGNMENT),
-        ("secret", "passw", "pwd", "token", "api"),
+        ("secret", "pass", "pwd", "token", "api", "credential"),
         folded=True,
         gates=_ASSIGNMENT_GATES,
         classify=_assignment_kind,
@@ -295,22 +407,93 @@ def _active_rules(text: str) -> list[_Rule]:
     ]
 
 
+#: Texts that no rule can find a secret in: hex digits (hashes, ids), numbers, timestamps and
+#: UUIDs. A bare hex run is a secret only in a context (``key=...``), which it then does not
+#: have. The commonest texts of a row (hashes, times) are given back after one regex match.
+PLAIN_TEXT = re.compile(r"[0-9a-fA-F:.,TZ +-]{0,100}")
+
+
 def redact_counts(text: str) -> tuple[str, dict[str, int]]:
     """Same as :func:`redact`, but count the secrets per kind, e.g. ``{"aws-access-key": 1}``.
 
     Only kinds that were found appear in the dictionary.
     """
+    if PLAIN_TEXT.fullmatch(text):
+        return text, {}
     rules = _active_rules(text)
     counts: dict[str, int] = {}
     for rule in rules:
         text = _apply(rule, text, counts)
-    return text, counts
+    return _apply_rule_set(text, counts), counts
 
 
 def redact(text: str) -> tuple[str, int]:
-    """Return (text with every secret replaced by a typed marker, number of secrets replaced)."""
+    """Return (text with every secret replaced by a typed marker, number of secrets replaced).
+
+    Remembered for texts up to :data:`MEMO_CHARS` long (a bounded memo, cleared when full),
+    its result too: redaction is idempotent, so a text that was redacted once, and what it
+    became, are known at the cost of a dict lookup when they come back (the database writer
+    redacts again every text the fold gave it; see :mod:`ledger.db.writes`).
+    """
+    known = _MEMO.get(text)
+    if known is not None:
+        return known
+    if PLAIN_TEXT.fullmatch(text):  # not remembered: most such texts (hashes, times) are unique
+        return text, 0
     cleaned, counts = redact_counts(text)
-    return cleaned, sum(counts.values())
+    result = (cleaned, sum(counts.values()))
+    if len(text) <= MEMO_CHARS:
+        if len(_MEMO) >= MEMO_ENTRIES:
+            _MEMO.clear()
+        _MEMO[text] = result
+        if result[1]:
+            _MEMO[cleaned] = (cleaned, 0)
+    return result
+
+
+MEMO_CHARS = 1024  # stored texts are cut to 500 characters at most (fold.DETAIL_MAX)
+MEMO_ENTRIES = 16384
+_MEMO: dict[str, tuple[str, int]] = {}
+
+
+def redact_json(
+    value: Any, redactor: Callable[[str], tuple[str, int]] | None = None
+) -> tuple[Any, int]:
+    """A JSON value with every string in it (keys too) redacted (by :func:`redact`, or
+    ``redactor``), and the secrets found.
+
+    The value itself when nothing was found, so a caller can keep its text as it was.
+    """
+    if isinstance(value, str):
+        return (redactor or redact)(value)
+    found = 0
+    if isinstance(value, list):
+        items = []
+        for item in value:
+            item, n = redact_json(item, redactor)
+            items.append(item)
+            found += n
+        return (items if found else value), found
+    if isinstance(value, dict):
+        pairs = {}
+        for key, item in value.items():
+            key, n = (redactor or redact)(key) if isinstance(key, str) else (key, 0)
+            item, m = redact_json(item, redactor)
+            pairs[key] = item
+            found += n + m
+        return (pairs if found else value), found
+    return value, 0
+
+
+#: A token at the very end of a text: all of it, or its head if the text was cut inside it.
+_CUT_TOKEN = re.compile(r"[A-Za-z0-9_\-+/=.~:@%]+\Z")
+
+
+def drop_cut_token(text: str) -> str:
+    """``text`` without the token it ends in: a window cut out of a longer text may end inside
+    a secret, whose head no rule would recognise, so that last token is dropped whole before
+    the window is redacted."""
+    return _CUT_TOKEN.sub("", text)
 
 
 def _apply(rule: _Rule, text: str, counts: dict[str, int]) -> str:
@@ -319,13 +502,46 @@ def _apply(rule: _Rule, text: str, counts: dict[str, int]) -> str:
     parts: list[str] = []
     last = 0
     for m in rule.pattern.finditer(_fold(text) if rule.folded else text):
+        # The secret always ends the match: keep what precedes it (from the text itself).
+        start = m.start("val") if has_val else m.start()
+        if is_placeholder(text[start : m.end()]):
+            continue
         kind = rule.kind if rule.classify is None else rule.classify(m)
         counts[kind] = counts.get(kind, 0) + 1
-        # The secret always ends the match: keep what precedes it (from the text itself).
-        parts.append(text[last : m.start("val") if has_val else m.start()])
+        parts.append(text[last:start])
         parts.append(_MARKERS[kind])
         last = m.end()
     if not parts:
         return text
     parts.append(text[last:])
     return "".join(parts)
+
+
+def _apply_rule_set(text: str, counts: dict[str, int]) -> str:
+    """Replace what the maintained rule set finds in what the rules above left."""
+    spans = [s for s in secret_spans(text) if not is_placeholder(text[s[0] : s[1]])]
+    if not spans:
+        return text
+    parts: list[str] = []
+    last = 0
+    for start, end, kind in spans:
+        counts[kind] = counts.get(kind, 0) + 1
+        parts += [text[last:start], f"[REDACTED:{kind}]"]
+        last = end
+    parts.append(text[last:])
+    return "".join(parts)
+
+
+#: What marks a value as a placeholder, not a secret: a run of one character (``xxxxxxxx``,
+#: ``********``, ``00000000``), an ellipsis, and the words of documentation and templates.
+_PLACEHOLDER = re.compile(
+    r"(.)\1{5,}|\.\.\.|…|example|your[_-]|changeme|change[_-]me|placeholder|redacted|dummy"
+    r"|replace[_-]?me|insert[_-]|fixme|todo",
+    re.IGNORECASE,
+)
+
+
+def is_placeholder(secret: str) -> bool:
+    """Whether a would-be secret is a placeholder (the allow-list): ``ghp_xxxx...``,
+    ``YOUR_API_KEY``, ``AKIAIOSFODNN7EXAMPLE``, ``password: changeme``, ``********``."""
+    return _PLACEHOLDER.search(secret) is not None

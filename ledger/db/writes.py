@@ -1,5 +1,13 @@
 """The writes of one batch, and of derived tables, inside one write transaction.
 
+Every row written here passes through :func:`clean` first: each text value is redacted
+(:func:`ledger.core.redact.redact`), and a text that holds JSON (``sources.cursor``,
+``fold_state.state``, a line put aside) has every string inside it redacted too. This is the
+one place that enforces it, whatever the caller did before: readers' state, error rows,
+sessions, steps and derived tables alike. Redaction is idempotent, so text the fold already
+redacted comes out the same, and :func:`~ledger.core.redact.redact` remembers both what it
+was given and what it gave back, so that second look is a dict lookup.
+
 Every batch of rows is written in one ``BEGIN IMMEDIATE`` transaction together with the
 source's new offset and the sessions' resumable state, so a killed ingest loses nothing that
 was committed and never commits half a batch (exactly-once effects from at-least-once reads).
@@ -7,6 +15,8 @@ was committed and never commits half a batch (exactly-once effects from at-least
 
 from __future__ import annotations
 
+import json
+import operator
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -17,6 +27,7 @@ from typing import Any
 import sqlite_utils
 
 from ledger.core.fold import STEP_COLUMNS, StepRow
+from ledger.core.redact import MEMO_CHARS, PLAIN_TEXT, redact, redact_json
 from ledger.db import rollup
 
 
@@ -37,6 +48,68 @@ def immediate(db: sqlite_utils.Database) -> Iterator[sqlite3.Connection]:
     conn.execute("COMMIT")
 
 
+def clean(value: Any) -> Any:
+    """A value as it may be stored: a text redacted, a JSON text with every string in it
+    redacted; anything else as it is."""
+    if type(value) is not str:
+        return value
+    cleaned, _ = redact(value)
+    if not value.startswith(("{", "[")):
+        return cleaned
+    return _clean_json(value, cleaned)
+
+
+def _clean_json(text: str, cleaned: str) -> str:
+    """A text that may be JSON, redacted as a whole (``cleaned``), and string by string.
+
+    The text rules saw its keys and values together (``"password": "..."``). An escape can
+    hide a secret from them (``\\nghp_...`` reads as one word), so the strings inside are
+    also redacted one by one, decoded, and the text is written again if they held a secret.
+    Should the text rules have broken the JSON (a key block cut short runs to the end of the
+    text), the original is walked instead. Text with no escape that the text rules left
+    alone has nothing more to find.
+    """
+    if cleaned is text and "\\" not in text:
+        return text
+    for candidate in (cleaned, text):
+        try:
+            data = json.loads(candidate)
+        except ValueError:
+            continue
+        data, found = redact_json(data)
+        return json.dumps(data, ensure_ascii=False) if found else candidate
+    return cleaned
+
+
+#: Texts known to be storable as they are (clean, and not JSON with secrets inside): most
+#: texts of a row (ids, tool names, what the fold already redacted) are looked up here, one
+#: set lookup each, instead of being cleaned again; the others, hashes and times, are
+#: :data:`~ledger.core.redact.PLAIN_TEXT`. Bounded, in count and in the length of its texts.
+_STORABLE: set[str] = set()
+STORABLE_MAX = 1 << 16
+
+
+def _cleaned_rows(values: Iterable[Sequence[Any]]) -> Iterator[Sequence[Any]]:
+    """Each row as it may be stored: itself when every text in it is clean, else a copy with
+    its texts cleaned (redaction gives a clean text back as the very same object)."""
+    storable, plain = _STORABLE, PLAIN_TEXT.fullmatch
+    for row in values:
+        for value in row:
+            if type(value) is str and value not in storable and not plain(value):
+                break
+        else:
+            yield row
+            continue
+        cleaned = tuple([clean(v) for v in row])
+        if len(storable) > STORABLE_MAX:
+            storable.clear()
+        storable.update(
+            v for v, c in zip(row, cleaned, strict=True)
+            if v is c and type(v) is str and len(v) <= MEMO_CHARS  # JSON states: not kept
+        )
+        yield row if all(map(operator.is_, row, cleaned)) else cleaned
+
+
 def _upsert(conn: sqlite3.Connection, table: str, rows: Sequence[dict[str, Any]]) -> None:
     if not rows:
         return
@@ -47,14 +120,23 @@ def _upsert(conn: sqlite3.Connection, table: str, rows: Sequence[dict[str, Any]]
 def _upsert_values(
     conn: sqlite3.Connection, table: str, columns: Sequence[str], values: Iterable[Sequence[Any]]
 ) -> None:
-    """Insert or replace rows given as values in ``columns`` order."""
+    """Insert or replace rows given as values in ``columns`` order, every text cleaned."""
     sql = (
         f"INSERT OR REPLACE INTO [{table}] ({', '.join(f'[{c}]' for c in columns)}) "
         f"VALUES ({', '.join('?' for _ in columns)})"
     )
-    conn.executemany(sql, values)
+    conn.executemany(sql, _cleaned_rows(values))
 
 
+def insert(
+    conn: sqlite3.Connection, table: str, columns: Sequence[str], values: Iterable[Sequence[Any]]
+) -> None:
+    """Insert rows given as values in ``columns`` order, every text cleaned."""
+    conn.executemany(
+        f"INSERT INTO [{table}] ({', '.join(f'[{c}]' for c in columns)}) "
+        f"VALUES ({', '.join('?' for _ in columns)})",
+        _cleaned_rows(values),
+    )
 
 
 def write_batch(
@@ -78,11 +160,7 @@ def write_batch(
     _upsert(conn, "incidents", incidents)
     if errors:
         columns = list(errors[0])
-        conn.executemany(
-            f"INSERT INTO ingest_errors ({', '.join(columns)}) "
-            f"VALUES ({', '.join('?' for _ in columns)})",
-            [tuple(e[c] for c in columns) for e in errors],
-        )
+        insert(conn, "ingest_errors", columns, (tuple(e[c] for c in columns) for e in errors))
     _upsert(conn, "sessions", sessions)
     _upsert(
         conn,
@@ -107,6 +185,11 @@ def replace_all(
     if not keep:
         conn.execute(f"DELETE FROM [{table}]")
     _upsert(conn, table, rows)
+
+
+def move_source(conn: sqlite3.Connection, source_id: str, path: str) -> None:
+    """A source's file found at a new path (a rename)."""
+    conn.execute("UPDATE sources SET path = ? WHERE source_id = ?", (clean(path), source_id))
 
 
 def forget_source(conn: sqlite3.Connection, source_id: str, pending: rollup.Pending) -> list[str]:

@@ -17,7 +17,8 @@ format onto rounds and checkpoints is documented in docs/real-agent-logs.md.
 
 Privacy: importers hand the fold only what its tables need. Tool output and prompts never
 leave the importer: an observation is a digest of the tool call and its result, and only a
-tool error keeps a short excerpt (its first line, redacted by the fold like every detail).
+tool error keeps a short excerpt (its first line, redacted, then cut; the fold redacts it again
+with every detail).
 A tool call's input is read only to class the call (:func:`tool_call`): what leaves is its
 action class and, for a shell command, the map entry it matched (``git status``) or its
 program's name, never the input.
@@ -31,10 +32,12 @@ from typing import Any
 
 from ledger.core.actions import RETRY, ActionMap, classify
 from ledger.core.events import ROUND, Event, observation_hash
+from ledger.core.redact import drop_cut_token, redact
 from ledger.formats.seed_dialects import Record, RecordError, parse_ts
 
 ERROR_EXCERPT = 200
 FAILURES_MAX = 64  # failed calls remembered per session, to tell a retry of one
+EXCERPT_WINDOW = ERROR_EXCERPT * 4  # characters of a line redacted for its excerpt
 
 
 class UnknownRecord(Exception):
@@ -131,9 +134,17 @@ def digest(*parts: Any) -> str:
 
 
 def excerpt(text: str) -> str:
-    """The first non-blank line of a tool error, cut short (the fold then redacts it)."""
+    """The first non-blank line of a tool error, redacted, then cut short.
+
+    Redacted before the cut, never after: a token that the cut crossed would keep a head that
+    no rule recognises. Only a window of the line is looked at; a token that the window's end
+    cuts is dropped whole first.
+    """
     line = next((part.strip() for part in text.splitlines() if part.strip()), "")
-    return line[:ERROR_EXCERPT]
+    window = line[:EXCERPT_WINDOW]
+    if len(window) < len(line):
+        window = drop_cut_token(window)
+    return redact(window)[0][:ERROR_EXCERPT]
 
 
 def text_of(content: Any) -> str:
@@ -160,7 +171,9 @@ def folder_name(path: Any) -> str | None:
 
 @functools.lru_cache(maxsize=256)  # every line of a session repeats its cwd
 def _last_part(path: str) -> str | None:
-    return _SEPARATORS.split(path.rstrip("\\/"))[-1] or None
+    # Redacted whole first: a secret in a path (a URL, a connection string) is recognised by
+    # its context, which its last part alone no longer has.
+    return _SEPARATORS.split(redact(path)[0].rstrip("\\/"))[-1] or None
 
 
 _SEPARATORS = re.compile(r"[\\/]")

@@ -73,10 +73,7 @@ def claim(
             return Claimed(_new_source(conn, info, source["source_id"], options), NEW)
         if source["offset"] >= info.size:
             if source["path"] != str(info.path):
-                conn.execute(
-                    "UPDATE sources SET path = ? WHERE source_id = ?",
-                    (str(info.path), source["source_id"]),
-                )
+                writes.move_source(conn, source["source_id"], str(info.path))
             return Claimed(None, UNCHANGED)
         source["path"] = str(info.path)
         return Claimed(source, UPDATED)

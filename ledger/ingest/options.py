@@ -118,5 +118,6 @@ Progress = Callable[[int], None]
 
 
 def task_class_for(path: Path, options: Options) -> str:
-    """``--task-class`` if given, else the ledger file's parent folder name."""
-    return options.task_class or path.resolve().parent.name
+    """``--task-class`` if given, else the ledger file's parent folder name (of the folder's
+    path redacted whole: a secret's context may lie outside the name)."""
+    return options.task_class or Path(redact(str(path.resolve().parent))[0]).name

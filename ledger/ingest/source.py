@@ -27,7 +27,6 @@ batch is folded.
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
@@ -39,6 +38,7 @@ import msgspec
 from ledger.core import ids
 from ledger.core.fold import RECENT_KEYS, Fold, Session, StepRow
 from ledger.core.ids import CUT_MARK, HASH_DIGITS, ID_MAX
+from ledger.core.redact import drop_cut_token
 from ledger.formats import langfuse
 from ledger.formats.agent_records import UnknownRecord, bounded
 from ledger.formats.detect import IMPORTED, LANGFUSE, line_reader
@@ -57,7 +57,6 @@ from ledger.ingest.files import BOM, Line
 RAW_MAX = 500
 REASON_MAX = 300
 RAW_WINDOW = RAW_MAX * 4  # bytes of a record looked at (and redacted) for its raw text
-_CUT_TOKEN = re.compile(r"[A-Za-z0-9_\-+/=.~:@%]+\Z")
 _SESSION = itemgetter(0)  # a steps row's session_id
 _CUT_TAIL = len(CUT_MARK) + HASH_DIGITS  # how a cut id ends, quoted in its note
 
@@ -226,7 +225,7 @@ class SourceFold:
         text = raw[:RAW_WINDOW].decode("utf-8", "replace").replace("\x00", "\ufffd")
         cut = len(raw) > RAW_WINDOW
         if cut:  # a secret cut in two would not be recognised: drop the cut token
-            text = _CUT_TOKEN.sub("", text)
+            text = drop_cut_token(text)
         text = _shorten(self.fold.redact_aside(text), RAW_MAX, cut)
         reason = _shorten(self.fold.redact_aside(reason), REASON_MAX)  # redacted whole, then cut
         self.out.errors.append(
@@ -258,7 +257,7 @@ class SourceFold:
             raise RecordError("record names no session")
         session_id = record.session
         if len(session_id) > ID_MAX:
-            session_id = ids.bounded(session_id)
+            session_id = self._cut(session_id)
         session = self.sessions.get(session_id)
         if session is not None:  # most records: a session open here (_step sets its class)
             return session
@@ -272,8 +271,8 @@ class SourceFold:
                     f"(source {owner}); session ids must be unique to one file"
                 )
             return self._join(session_id, owner)
-        parent = None if record.parent is None else ids.bounded(record.parent)
-        task_class = None if record.task_class is None else ids.bounded(record.task_class)
+        parent = None if record.parent is None else self._cut(record.parent)
+        task_class = None if record.task_class is None else self._cut(record.task_class)
         session = self._open(session_id, task_class, parent=parent)
         if session_id != record.session and session.state.events == 0:
             self._note_cut(line, "session id", record.session)
@@ -338,11 +337,18 @@ class SourceFold:
         if len(text) <= ID_MAX:
             return text
         self._note_cut(line, "task class", text)
-        return ids.bounded(text)
+        return self._cut(text)
+
+    def _cut(self, text: str) -> str:
+        """An id or task class within :data:`ID_MAX` characters: redacted first, then cut, so
+        a secret across the cut leaves no head for the writer's redaction to miss."""
+        if len(text) <= ID_MAX:
+            return text
+        return ids.bounded(self.fold.redact(text)[0])
 
     def _note_cut(self, line: int | None, what: str, text: str) -> None:
         where = self.path if line is None else f"{self.path}:{line}"
-        tail = ids.bounded(text)[-_CUT_TAIL:]
+        tail = self._cut(text)[-_CUT_TAIL:]
         self.out.notes.append(
             f"{where}: a {what} of {len(text)} characters, cut to {ID_MAX}: its head and "
             f"a hash of the whole ('{tail}')"

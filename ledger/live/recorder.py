@@ -7,8 +7,9 @@ the same event. So the decision taken live is, by construction, the decision a l
 ``agent-ledger replay`` or ``ingest`` of the file takes, at the same event;
 ``tests/live/test_recorder.py`` checks it on random sessions and budgets.
 
-The ledger never holds a secret: free text (task class, tool, detail, observation, vendor stop
-string) is redacted with the ingest's redactor before it is written. The no-progress rule
+The ledger never holds a secret: every string of a line (the free text, task class, tool,
+detail, observation, vendor stop string, and any other field) is redacted with the ingest's
+redactor before it is written. The no-progress rule
 therefore hashes redacted observations, live and in the replay alike.
 
 Time: ``elapsed_s`` is read from a monotonic clock (``time.monotonic``, injectable) and
@@ -35,14 +36,15 @@ from ledger.core.events import Event
 from ledger.core.fold import families_for
 from ledger.core.pricing import PriceBook, price_event
 from ledger.core.reasons import StopReason
-from ledger.core.redact import redact
+from ledger.core.redact import redact, redact_json
 from ledger.core.vendors import DEFAULT_VENDOR_MAP
 from ledger.formats.seed_dialects import NATIVE, Record, RecordError, native_record, parse_json
 from ledger.ingest.files import LedgerPathError, sniff
 from ledger.live.append import append_line
 from ledger.live.deadline import DEFAULT_GRACE, ToolRun, run_with_deadline
 
-#: Free-text fields, redacted before they are written.
+#: Free-text fields, which must be strings (every string of a line is redacted before it is
+#: written, whatever its field).
 TEXT_FIELDS = ("task_class", "tool", "detail", "observation", "vendor_stop", "model")
 
 Clock = Callable[[], float]
@@ -93,16 +95,13 @@ def native_line(
     reader would put aside, so nothing unreadable is ever written.
     """
     obj: dict[str, Any] = {}
-    found = 0
     for key, value in fields.items():
         if value is None:
             continue
-        if key in TEXT_FIELDS:
-            if not isinstance(value, str):
-                raise RecordError(f"field {key!r} must be a string, got {type(value).__name__}")
-            value, count = redactor(value)
-            found += count
+        if key in TEXT_FIELDS and not isinstance(value, str):
+            raise RecordError(f"field {key!r} must be a string, got {type(value).__name__}")
         obj[key] = value
+    obj, found = redact_json(obj, redactor)  # every string, whatever its field
     try:
         raw = json.dumps(obj, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:

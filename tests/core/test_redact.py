@@ -13,7 +13,15 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from ledger.core.redact import REDACTION_KINDS, redact, redact_counts
+from ledger.core.redact import (
+    REDACTION_KINDS,
+    is_placeholder,
+    redact,
+    redact_counts,
+    redact_json,
+)
+from ledger.core.secret_rules import rule_kinds
+from ledger.formats.agent_records import ERROR_EXCERPT, EXCERPT_WINDOW, excerpt
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "secrets"
 
@@ -24,9 +32,9 @@ def m(kind: str) -> str:
 
 
 # Fake secrets with the real shapes (repeated patterns so a reader sees they are not live).
-AWS_ID = "AKIAIOSFODNN7EXAMPLE"
+AWS_ID = "AKIA" + "Q7W3E4R5T6Y2U3I4"  # (AWS's documented example ends in EXAMPLE: a placeholder)
 AWS_STS_ID = "ASIA" + "Q2W3E4R5T6Y7U2I3"
-AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCY" + "Zq8Wd3Rt6Y"
 OPENAI = "sk-" + "Ab1Cd2Ef3Gh4" * 4
 OPENAI_PROJ = "sk-proj-" + "Xy9_Zw8-Vu7T" * 13
 ANTHROPIC = "sk-ant-api03-" + "Qr5St6-Uv7_W" * 8 + "AA"
@@ -321,7 +329,7 @@ CASES: list[tuple[str, str, str, dict[str, int]]] = [
     (
         # regression: a bare "BEARER word" that is not a token must not hide the header after it
         "bearer-after-prose",
-        "BEARER Authorization: Bearer AAAAAAAA",
+        "BEARER Authorization: Bearer A1b2C3d4",
         f"BEARER Authorization: Bearer {m('bearer-token')}",
         {"bearer-token": 1},
     ),
@@ -378,6 +386,77 @@ CASES: list[tuple[str, str, str, dict[str, int]]] = [
         f"{m('aws-access-key')} {m('github-token')} password={m('secret-assignment')} "
         f"Bearer {m('bearer-token')} {m('aws-access-key')}",
         {"aws-access-key": 2, "github-token": 1, "secret-assignment": 1, "bearer-token": 1},
+    ),
+    # -- the kinds added for agent logs (formats the rule set lacks, command lines) --
+    (
+        "google-oauth",
+        "token ya29.a0AfH6SMB" + "x1Y2z3" * 5 + " expires",
+        f"token {m('google-oauth-token')} expires",
+        {"google-oauth-token": 1},
+    ),
+    (
+        "telegram",
+        "https://api.telegram.org/bot1234567890:AA" + "Hk3mP9qR2sT5vW8y" * 2 + "Z/getMe",
+        f"https://api.telegram.org/bot1234567890{m('telegram-bot-token')}/getMe",
+        {"telegram-bot-token": 1},
+    ),
+    (
+        "discord-bot",
+        "bot.run('MTk4NjIyNDgzNDcxOTI1MjQ4.Cl2FMQ." + "ZnCjm1XVW7vRze4b7Cq4se7kKW" + "s')",
+        f"bot.run('{m('discord-bot-token')}')",
+        {"discord-bot-token": 1},
+    ),
+    (
+        "discord-webhook",
+        "POST https://discord.com/api/webhooks/112233445566778899/" + "Zx9_Yw8-Vu7" * 6,
+        f"POST https://discord.com/api/webhooks/112233445566778899/{m('webhook-token')}",
+        {"webhook-token": 1},
+    ),
+    ("sentry", "SENTRY=sntrys_eyJpYXQiOjE3" + "Qw3Er5Ty7U" * 4, f"SENTRY={m('sentry-token')}",
+     {"sentry-token": 1}),
+    ("tavily", "tvly-" + "Ab3De5Gh7J" * 3 + "kL ok", f"{m('tavily-key')} ok", {"tavily-key": 1}),
+    ("jfrog", "X-JFrog-Art-Api: AKCp" + "8aB3cD5eF7gH" * 6, f"X-JFrog-Art-Api: {m('jfrog-token')}",
+     {"jfrog-token": 1}),
+    ("dropbox", "sl." + "B4cD6eF8gH0j" * 11, m("dropbox-token"), {"dropbox-token": 1}),
+    (
+        "azure-account-key",
+        "AccountName=a;AccountKey=" + "Qm9vZ2xlU2VjcmV0S2V5" * 4 + "==;EndpointSuffix=x",
+        f"AccountName=a;AccountKey={m('azure-key')};EndpointSuffix=x",
+        {"azure-key": 1},
+    ),
+    (
+        "azure-sas",
+        "https://a.blob.core.windows.net/c?sv=2022&sig=Ab3%2Bde5%2Fgh7Jk9Lm%3D&se=1",
+        f"https://a.blob.core.windows.net/c?sv=2022&sig={m('azure-key')}&se=1",
+        {"azure-key": 1},
+    ),
+    ("curl-u", "curl -u deploy:Tr0ub4dor3 https://ci", f"curl -u deploy:{m('cli-password')} https://ci",
+     {"cli-password": 1}),
+    ("sshpass", "sshpass -p 'Hunter2x9' ssh me@h", f"sshpass -p '{m('cli-password')}' ssh me@h",
+     {"cli-password": 1}),
+    ("mysql", "mysql -u root -pS3cr3tPw -h db", f"mysql -u root -p{m('cli-password')} -h db",
+     {"cli-password": 1}),
+    ("flag", "tool --api-key Qw3Er5Ty7Ui9 run", f"tool --api-key {m('cli-password')} run",
+     {"cli-password": 1}),
+    (
+        "authorization-token",
+        "-H 'Authorization: Token 9f8e7d6c5b4a39281706'",
+        f"-H 'Authorization: Token {m('bearer-token')}'",
+        {"bearer-token": 1},
+    ),
+    ("db-pass", "db_pass = 'Qw3Er5Ty7Ui9'", f"db_pass = '{m('secret-assignment')}'",
+     {"secret-assignment": 1}),
+    (
+        "credentials",
+        '"credentials": "Qm9vZ2xlU2VjcmV0S2V5"',
+        f'"credentials": "{m("secret-assignment")}"',
+        {"secret-assignment": 1},
+    ),
+    (
+        "secret-string",
+        'const mySecretString = "Qw3Er5Ty7Ui9Op";',
+        f'const mySecretString = "{m("secret-assignment")}";',
+        {"secret-assignment": 1},
     ),
 ]
 
@@ -466,6 +545,74 @@ def test_corpus_as_one_text() -> None:
     assert out.count("\n") == text.count("\n")
 
 
+# -- the vendors' corpus: every documented format, in the context an agent logs it ----------
+
+VENDORS = [tuple(r.split("\t", 2)) for r in (FIXTURES / "vendors.tsv").read_text().splitlines()]
+LOOKALIKES = [
+    tuple(r.split("\t", 1)) for r in (FIXTURES / "lookalikes.tsv").read_text().splitlines()
+]
+
+
+def leaks(secret: str, text: str, window: int = 12) -> bool:
+    """Whether ``window`` characters of the secret in a row are left in ``text``."""
+    n = min(window, len(secret))
+    return any(secret[i : i + n] in text for i in range(len(secret) - n + 1))
+
+
+def test_vendor_corpus_has_at_least_50_kinds() -> None:
+    assert len({kind for kind, _, _ in VENDORS}) >= 50
+
+
+@pytest.mark.parametrize(("kind", "secret", "line"), VENDORS, ids=[v[0] for v in VENDORS])
+def test_vendor_format_is_redacted(kind: str, secret: str, line: str) -> None:
+    out, found = redact(line)
+    assert not leaks(secret, out) and found >= 1
+    assert redact(out) == (out, 0)
+
+
+@pytest.mark.parametrize(("label", "line"), LOOKALIKES, ids=[v[0] for v in LOOKALIKES])
+def test_lookalike_is_left_alone(label: str, line: str) -> None:
+    assert redact(line) == (line, 0)
+
+
+CUT_CASES = [(secret, line) for _, secret, line in VENDORS if line.index(secret) < 100]
+
+
+@pytest.mark.parametrize(("secret", "line"), CUT_CASES, ids=[c[0][:12] for c in CUT_CASES])
+@pytest.mark.parametrize("inside", [30, 12, 1])
+def test_an_excerpt_is_redacted_before_it_is_cut(secret: str, line: str, inside: int) -> None:
+    """A secret that the excerpt's cut crosses (``inside`` characters of it before the cut)
+    leaves no head behind: it used to keep them, cut first and redacted after."""
+    pad = ERROR_EXCERPT - inside - line.index(secret) - len("error: ") - 1
+    text = "error: " + "x" * pad + " " + line + " and more\nstack"
+    assert text.index(secret) == ERROR_EXCERPT - inside
+    out = excerpt(text)
+    assert len(out) <= ERROR_EXCERPT and not leaks(secret, out)
+
+
+def test_a_line_longer_than_the_window_drops_the_token_it_cuts() -> None:
+    token = "glpat-" + "Ab3dEf6hIj9kLm2nOp5q"
+    line = "e " * (EXCERPT_WINDOW // 2 - 5) + token
+    assert token[:10] not in excerpt(line) and len(excerpt(line)) == ERROR_EXCERPT
+
+
+def test_redact_json_redacts_every_string_keys_too() -> None:
+    value = {"tools": {GHP: {"args": ["x", f"token={BEARER}"]}}, "n": 3, "ok": None}
+    cleaned, found = redact_json(value)
+    assert found == 2 and GHP not in str(cleaned) and BEARER not in str(cleaned)
+    assert cleaned["n"] == 3 and redact_json(cleaned) == (cleaned, 0)
+    assert redact_json({"a": ["b"]})[0] is not None
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["ghp_" + "x" * 36, "AKIAIOSFODNN7EXAMPLE", "api_key: YOUR_API_KEY", "password: changeme",
+     "password=********", "sk-...your-key-here...", "token: <redacted>", "Bearer " + "0" * 20],
+)
+def test_placeholders_are_allowed(text: str) -> None:
+    assert redact(text) == (text, 0)
+
+
 # -- negatives: ordinary text is left alone --------------------------------------------------
 
 NEGATIVES = [
@@ -519,7 +666,8 @@ NEGATIVES = [
     '"observation_hash": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"',
     "commit 4b825dc642cb6eb9a060e54bf8d69288fbad4904",
     "AKIA123",  # too short
-    "AKIAIOSFODNN7EXAMPLEXYZ",  # too long: not an access key id
+    "AKIAQ7W3E4R5T6Y2U3I4XYZ",  # too long: not an access key id
+    "AKIAIOSFODNN7EXAMPLE",  # AWS's documented example: a placeholder
     "Asia/Tokyo",
     "eyJhbGciOiJIUzI1NiJ9",  # one segment is not a JWT
     "ghp_short",
@@ -667,7 +815,7 @@ def test_embedded_secret_never_survives(
     prefix: str, sep1: str, case: tuple[str, str, str], sep2: str, suffix: str
 ) -> None:
     secret_text, secret, kind = case
-    assume(_is_distinct(secret, secret_text))
+    assume(_is_distinct(secret, secret_text) and not is_placeholder(secret))
     assume(secret not in prefix and secret not in suffix)
     text = prefix + sep1 + secret_text + sep2 + suffix
     out, counts = redact_counts(text)
@@ -681,7 +829,7 @@ def test_embedded_secret_never_survives(
 @given(case=SECRETS)
 def test_secret_alone_has_its_kind(case: tuple[str, str, str]) -> None:
     secret_text, secret, kind = case
-    assume(_is_distinct(secret, secret_text))
+    assume(_is_distinct(secret, secret_text) and not is_placeholder(secret))
     out, counts = redact_counts(secret_text)
     assert counts == {kind: 1}
     assert secret not in out
@@ -708,8 +856,26 @@ MIXED_TEXT = st.lists(
 def test_idempotent_and_never_raises(text: str) -> None:
     out, counts = redact_counts(text)
     assert isinstance(out, str)
-    assert all(kind in REDACTION_KINDS and n > 0 for kind, n in counts.items())
+    kinds = set(REDACTION_KINDS) | rule_kinds()
+    assert all(kind in kinds and n > 0 for kind, n in counts.items())
     assert redact(text) == (out, sum(counts.values()))
     assert redact(out) == (out, 0)
     if not counts:
         assert out == text
+
+
+def test_the_rule_set_has_a_cache_even_without_a_home(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """With no home (a hook, a service, ``env -i``) the compiled rules are cached in a folder of
+    the user's own, not compiled again in every process."""
+    from ledger.core import secret_rules
+
+    for name in ("KF_RULE_CACHE_DIR", "XDG_CACHE_HOME", "HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(secret_rules.tempfile, "tempdir", None)
+    folder = Path(secret_rules._cache_dir() or "")
+    assert folder.parent == tmp_path and (folder.stat().st_mode & 0o777) == 0o700
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert secret_rules._cache_dir() is None  # the library's own choice

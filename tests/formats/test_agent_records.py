@@ -240,4 +240,5 @@ def test_detection(value: Any, expected: str | None) -> None:
 def test_helpers() -> None:
     assert [whole(v) for v in (3, "20", -1, True, "x", None)] == [3, 20, None, None, None, None]
     assert folder_name("/home/u/shop/") == "shop" and folder_name("C:\\src\\api") == "api"
-    assert excerpt("\n  Error: boom  \nstack") == "Error: boom" and len(excerpt("x" * 999)) == 200
+    assert excerpt("\n  Error: boom  \nstack") == "Error: boom" and len(excerpt("ab " * 999)) == 200
+    assert excerpt("x" * 999) == ""  # one token longer than the window looked at: dropped whole

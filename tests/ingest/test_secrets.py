@@ -9,19 +9,22 @@ searched for them.
 
 from __future__ import annotations
 
+import itertools
 import json
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from ledger.core.events import observation_hash
-from ledger.db import connection
+from ledger.db import connection, writes
+from ledger.formats.agent_records import ERROR_EXCERPT
 from ledger.ingest import options as ingest_options
 from ledger.ingest.ingester import ingest
 from ledger.ingest.options import Options
-from tests.helpers import rows
+from tests.helpers import FIXTURES, REAL_LOGS, rows
 
 PEM = (
     "-----BEGIN RSA PRIVATE KEY-----\n"
@@ -151,6 +154,112 @@ def test_no_secret_reaches_any_column_or_byte(ledgers: Path, db_path: Path) -> N
     assert markers >= summary.redactions > 0
 
 
+# -- a hostile corpus: every kind of the vendors' corpus in every text field of every dialect --
+
+VENDORS = [
+    tuple(row.split("\t", 2))
+    for row in (FIXTURES / "secrets" / "vendors.tsv").read_text(encoding="utf-8").splitlines()
+]
+#: Keys whose values the readers need as they are to read a record at all (record types,
+#: roles, times): everything else of a real log gets a secret appended.
+STRUCTURE = {"type", "role", "subtype", "timestamp", "ts", "startTime", "endTime"}
+WINDOW = 12  # a secret is leaked if this many of its characters in a row are stored
+
+
+def with_secrets(value: Any, lines: Iterator[str], key: str | None = None) -> Any:
+    """A JSON value with a vendor's secret line appended to every string in it (ids and tool
+    names too, so tool calls lose their results and stay open in the readers' state)."""
+    if isinstance(value, str):
+        return value if key in STRUCTURE else f"{value} {next(lines)}"
+    if isinstance(value, list):
+        return [with_secrets(item, lines, key) for item in value]
+    if isinstance(value, dict):
+        return {k: with_secrets(item, lines, k) for k, item in value.items()}
+    return value
+
+
+def write_hostile(root: Path) -> Path:
+    """Every dialect: the real Claude Code, Codex and Langfuse samples with secrets in every
+    string; native, gate and trace ledgers, and lines put aside, carrying every kind; a tool
+    error whose first line has a token across the excerpt's cut."""
+    lines = itertools.cycle([line for _, _, line in VENDORS])
+    root.mkdir(parents=True)
+    for src in sorted(REAL_LOGS.glob("0*")):
+        if src.suffix == ".json":
+            doc = with_secrets(json.loads(src.read_text(encoding="utf-8")), lines)
+            (root / src.name).write_text(json.dumps(doc))
+        else:
+            records = [json.loads(r) for r in src.read_text(encoding="utf-8").splitlines() if r]
+            (root / src.name).write_text(
+                "".join(json.dumps(with_secrets(r, lines)) + "\n" for r in records))
+    texts = [line for _, _, line in VENDORS]
+    native = [line for kind, _, text in VENDORS for line in native_lines(kind, text)]
+    (root / "native.jsonl").write_text("\n".join(native) + "\n")
+    gate = [{"step": n, "action": "read", "detail": text} for n, text in enumerate(texts, 1)]
+    (root / "gate").mkdir()
+    (root / "gate" / "gate.jsonl").write_text("\n".join(map(json.dumps, gate)) + "\n")
+    (root / "trace.json").write_text(json.dumps(trace(texts)))
+    (root / "codex-error.jsonl").write_text(codex_error(VENDORS[0][1]))
+    return root
+
+
+def codex_error(secret: str) -> str:
+    """A Codex session whose command fails with a first line that the excerpt's cut crosses
+    inside ``secret``."""
+    at = "2026-01-01T00:00:00.000Z"
+    output = "x" * (ERROR_EXCERPT - 8) + " " + secret + " failed\nstack"
+    records = [
+        {"timestamp": at, "type": "session_meta",
+         "payload": {"id": "cut-1", "cwd": "/w/cut", "model_provider": "openai"}},
+        {"timestamp": at, "type": "response_item",
+         "payload": {"type": "function_call", "name": "shell", "call_id": "c1",
+                     "arguments": json.dumps({"command": ["false"]})}},
+        {"timestamp": at, "type": "response_item",
+         "payload": {"type": "function_call_output", "call_id": "c1",
+                     "output": json.dumps({"output": output, "metadata": {"exit_code": 1}})}},
+    ]
+    return "".join(json.dumps(r) + "\n" for r in records)
+
+
+def leaks(secret: str, haystack: str) -> bool:
+    n = min(WINDOW, len(secret))
+    return any(secret[i : i + n] in haystack for i in range(len(secret) - n + 1))
+
+
+def test_a_hostile_corpus_leaves_no_secret_in_any_column_or_byte(
+    tmp_path: Path, db_path: Path
+) -> None:
+    runs = write_hostile(tmp_path / "runs")
+    connection.connect(db_path).conn.close()
+    keep_wal_open = sqlite3.connect(db_path)  # so the -wal file outlives the ingest
+    keep_wal_open.execute("select count(*) from sqlite_master").fetchall()
+    try:
+        summary = ingest(db_path, [runs], Options())
+        wal = db_path.with_name(db_path.name + "-wal").read_bytes()
+        stored = every_text(db_path)
+        dialects = {row["dialect"] for row in rows(db_path, "select dialect from sessions")}
+        database = db_path.read_bytes()
+    finally:
+        keep_wal_open.close()
+    assert dialects >= {"native", "gate", "trace", "claude-code", "codex", "langfuse"}
+    assert wal and summary.errors > 0 and summary.steps > 0
+    tables = {table for table, _, _ in stored}
+    assert {"sources", "ingest_errors", "fold_state", "steps", "sessions"} <= tables
+    by_column: dict[tuple[str, str], list[str]] = {}
+    for table, column, value in stored:
+        by_column.setdefault((table, column), []).append(value)
+    leaked = [
+        (kind, table, column)
+        for (table, column), values in by_column.items()
+        for kind, secret, _ in VENDORS
+        if leaks(secret, "\x00".join(values))
+    ]
+    assert leaked == []
+    for blob in (database, wal):
+        text = blob.decode("utf-8", "replace")
+        assert [kind for kind, secret, _ in VENDORS if leaks(secret, text)] == []
+
+
 def every_text(db_path: Path) -> list[tuple[str, str, str]]:
     out = []
     conn = sqlite3.connect(db_path)
@@ -259,10 +368,30 @@ def test_rows_read_again_leave_no_trace_in_free_pages(
         json.dumps({"session": f"s{n}", "type": "action", "action": "retry",
                     "detail": f"token={secret}"}) + "\n" for n in range(2000)))
     db = tmp_path / "ledger.db"
-    with monkeypatch.context() as old_version:
+    with monkeypatch.context() as old_version:  # a version that redacted neither in the fold
         old_version.setattr(ingest_options, "redact", lambda text: (text, 0))
+        old_version.setattr(writes, "redact", lambda text: (text, 0))  # nor in the writer
         ingest(db, [ledger])
     assert secret.encode() in db.read_bytes()
     ledger.write_text(json.dumps({"session": "new", "type": "round"}) + "\n")  # replaced
     ingest(db, [ledger])
     assert secret.encode() not in db.read_bytes()
+
+
+@pytest.mark.parametrize("as_json", [True, False])
+def test_replay_exports_no_secret(tmp_path: Path, as_json: bool) -> None:
+    """``agent-ledger replay`` prints what the database would hold: redacted, ids and all."""
+    from click.testing import CliRunner
+
+    from ledger.cli import cli
+
+    token = dict((kind, secret) for kind, secret, _ in VENDORS)["github-classic-pat"]
+    ledger = tmp_path / "runs" / "agent.jsonl"
+    ledger.parent.mkdir()
+    ledger.write_text("".join(json.dumps(e) + "\n" for e in [
+        {"session": f"s-{token}", "type": "round", "tool": f"sh {token}"},
+        {"session": f"s-{token}", "type": "round", "ts": token},  # put aside, quoted
+    ]))
+    result = CliRunner().invoke(cli, ["replay", str(ledger), *(["--json"] if as_json else [])])
+    assert result.exit_code == 0, result.output
+    assert "[REDACTED:" in result.output and not leaks(token, result.output)

@@ -153,9 +153,9 @@ def test_native_events_do_not_go_into_a_gate_ledger(ledger: Path) -> None:
 def test_secrets_are_redacted_before_they_are_written(start, ledger: Path) -> None:
     rec = start(task_class="api_key=sk-abcdefghijklmnopqrstuvwxyz123456")
     rec.action("read", "curl -H 'Authorization: Bearer abcdef123456'", tool="password=hunter2")
-    rec.round(tool_calls=1, observation="AKIAIOSFODNN7EXAMPLE in .env")
+    rec.round(tool_calls=1, observation="AKIAQ7W3E4R5T6Y2U3I4 in .env")
     text = ledger.read_text()
-    for secret in ("sk-abcdef", "abcdef123456", "hunter2", "AKIAIOSFODNN7EXAMPLE"):
+    for secret in ("sk-abcdef", "abcdef123456", "hunter2", "AKIAQ7W3E4R5T6Y2U3I4"):
         assert secret not in text
     assert "[REDACTED:aws-access-key] in .env" in text
     assert rec.redactions == 4

@@ -1,0 +1,114 @@
+"""Secrets found by a maintained rule set: Kingfisher's built-in rules, run in-process.
+
+The rules are those that ``kingfisher-secret-scanner`` (MongoDB's Kingfisher) ships: the rule
+set of Betterleaks (the successor of Gitleaks, by its author) and Google's Veles detectors,
+some 490 vendor token formats, each with the scanner project's own filters against
+placeholders and low-entropy look-alikes. They are compiled once per process by Kingfisher's
+Rust engine (Vectorscan), which caches the compiled database on disk; a scan never touches the
+network. ``bench/secret_detectors.py`` compares it with the alternatives (``docs/ingest.md``
+says why this one).
+
+Speed: a text that has no run of :data:`MIN_RUN` token characters (``/`` and ``.`` not
+counted: they cut paths and host names into words) is not handed to the engine at all (one
+regex search, in C). The formats of the rule set are tokens of that length or longer; a key
+that ``/`` cuts short is base64, which the first pass recognises by its context
+(``AccountKey=``, ``aws_secret_access_key``). Most ingested text (tool names, short details,
+paths, prose) stops there; the rule set is not even loaded until a text gets past it.
+
+Pure in the sense that matters here: the same text always gives the same spans.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+__all__ = ["MIN_RUN", "kind_of", "rule_kinds", "secret_spans"]
+
+#: The run of token characters (not counting ``/`` and ``.``, which split paths and host
+#: names into short words) that a text must have for the rule set to look at it.
+MIN_RUN = 20
+_PREFILTER = re.compile(f"[A-Za-z0-9_+=~%-]{{{MIN_RUN}}}")
+#: A span is widened to the whole token around it: a rule that matched only part of a token
+#: (its head, or a tail after a prefix) must not leave the rest behind.
+_BEFORE = re.compile(r"[A-Za-z0-9_+/~%-]*\Z")
+_AFTER = re.compile(r"[A-Za-z0-9_+/~%-]*=*")
+#: The prefixes of Kingfisher's rule ids, dropped from the marker's kind.
+_ID_PREFIXES = ("betterleaks.", "kingfisher.", "veles.secrets/", "veles.", "custom.")
+
+
+@functools.cache
+def _scanner() -> Any:
+    from kingfisher_sdk import Rules, Scanner
+
+    # Every confidence level (the scanner's own filters still drop placeholders); no Base64
+    # decoding: a secret inside Base64 is stored as Base64 text, and its span is the encoding.
+    return Scanner(Rules(confidence="low", cache_dir=_cache_dir()), base64=False)
+
+
+def _cache_dir() -> str | None:
+    """Where the compiled rules are cached: the library's own choice (``KF_RULE_CACHE_DIR``,
+    else the user's cache folder), or, in an environment with no home (a hook, a service, a
+    bare ``env -i``), a folder of this user's own under the temporary folder, where the library
+    would cache nothing and compile the rules again in every process (seconds each)."""
+    if any(os.environ.get(v) for v in ("KF_RULE_CACHE_DIR", "XDG_CACHE_HOME", "HOME")):
+        return None
+    folder = Path(tempfile.gettempdir()) / f"agent-ledger-rules-{os.getuid()}"
+    folder.mkdir(mode=0o700, exist_ok=True)  # the library refuses a folder others can write
+    return str(folder)
+
+
+def rule_kinds() -> frozenset[str]:
+    """Every kind of marker the rule set can give (one per rule)."""
+    return frozenset(kind_of(rule["id"]) for rule in _scanner().rules.metadata())
+
+
+def kind_of(rule_id: str) -> str:
+    """The marker kind of a rule: its id without the rule set's prefix (``gitlab-pat``)."""
+    for prefix in _ID_PREFIXES:
+        if rule_id.startswith(prefix):
+            rule_id = rule_id[len(prefix) :]
+            break
+    return re.sub(r"[^a-z0-9]+", "-", rule_id.lower()).strip("-") or "secret"
+
+
+def secret_spans(text: str) -> list[tuple[int, int, str]]:
+    """The secrets the rule set finds in ``text``: (start, end, kind), sorted, not overlapping.
+
+    Each secret is located in ``text`` by its value (every occurrence of it), widened to the
+    token it sits in.
+    """
+    if _PREFILTER.search(text) is None:
+        return []
+    data = text.encode("utf-8", "surrogatepass")
+    found: list[tuple[int, int, str]] = []
+    for finding in _scanner().scan(data):
+        secret = finding.secret
+        if len(secret) < 8:  # a rule whose value is a fragment: its wider match is kept below
+            continue
+        kind = kind_of(finding.rule_id)
+        start = text.find(secret)
+        while start >= 0:
+            end = start + len(secret)
+            before = _BEFORE.search(text, 0, start)
+            after = _AFTER.match(text, end)
+            found.append((before.start() if before else start, after.end() if after else end,
+                          kind))
+            start = text.find(secret, end)
+    return _disjoint(found)
+
+
+def _disjoint(spans: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    """Overlapping spans merged (the first one's kind kept), in order."""
+    out: list[tuple[int, int, str]] = []
+    for start, end, kind in sorted(spans):
+        if out and start <= out[-1][1]:
+            last = out[-1]
+            out[-1] = (last[0], max(last[1], end), last[2])
+        else:
+            out.append((start, end, kind))
+    return out
