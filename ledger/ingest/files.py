@@ -393,9 +393,9 @@ def read_lines(
     Lines are cut from blocks of ``BLOCK`` bytes with one ``split`` instead of a ``readline``
     per line; a line that does not fit in a block is read on its own.
     """
-    pos = _after_unended(f, start)
+    pos = first = _after_unended(f, start)  # the bytes the lines hold count from here
     out: list[Line] = []
-    while len(out) < count and pos - start < max_bytes:
+    while len(out) < count and pos - first < max_bytes:
         f.seek(pos)
         block = f.read(BLOCK)
         last = block.rfind(b"\n")
@@ -408,7 +408,7 @@ def read_lines(
         # Cut no more lines than wanted: the last piece is the rest of the block (or the
         # unfinished line after its last newline), left whole and dropped.
         for raw in block.split(b"\n", count - len(out))[:-1]:
-            if pos - start >= max_bytes:
+            if pos - first >= max_bytes:
                 break
             size = len(raw)
             out.append(Line(pos, raw) if size <= max_line else
