@@ -99,6 +99,9 @@ text, ``password``, ``token``, ``bearer``, ...). Text that wakes neither is retu
 the very same object. Otherwise only the rules whose triggers occur run (the key-word rule only
 when a key word is followed by ``=`` or ``:``), and every pattern starts with a literal or a
 character class so that the regex engine jumps from candidate to candidate.
+
+One module of about 550 lines, most of it the first pass's rule table: the rules and the
+functions that apply them are read together when a shape is added.
 """
 
 from __future__ import annotations

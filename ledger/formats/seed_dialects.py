@@ -6,6 +6,9 @@
 * ``native``: agent-ledger's own JSONL events (see ``ledger/schema/native-event.schema.json``).
 
 Everything here is pure: bytes and parsed objects in, events or a :class:`RecordError` out.
+One module of about 500 lines: the three dialects share the JSON parser, the counter and
+timestamp checks and :class:`Record`, and each is a few functions (split them when a fourth
+seed format comes).
 """
 
 from __future__ import annotations
