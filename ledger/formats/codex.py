@@ -28,20 +28,20 @@ mapping table says the same for users):
   exit code is a tool error: older builds put it in the output's JSON (``metadata.exit_code``),
   newer ones in ``exec_command_end`` (``exit_code``, ``status``), ``patch_apply_end`` and
   ``mcp_tool_call_end``; builds that write neither give it in the output's plain-text header
-  (``Process exited with code N``, before ``Output:``). Each call's status is counted once. A ``declined`` command is a
-  ``user_cancel`` end.
+  (``Process exited with code N``, before ``Output:``). Each call's status is counted once.
+  A ``declined`` command is a ``user_cancel`` end.
 * ``task_started`` (or the first ``user_message`` of a turn in builds that do not write it)
   starts a turn; ``task_complete`` ends it (vendor stop ``task_complete``); ``turn_aborted``
   ends it with its reason as the vendor stop (``interrupted``/``replaced``: ``user_cancel``;
-  ``budget_limited`` is unmapped, so ``unknown_vendor``). A rollout without them records no stop.
+  ``budget_limited``: ``max_cost``). A rollout without them records no stop.
 * An ``error`` event is a failed model call: a ``retry`` of the tool ``api``.
 * The session id is ``session_meta.id``; a sub-agent's rollout links to its parent thread. The
   task class is the last part of the session's ``cwd``.
 
 Reader state: the session, its task class and parent, the model of the turn, whether a round
-is open, the token totals counted so far (and whether any was read), the records read (for their keys), whether a turn
-is open, the open tool calls, the calls whose status was already counted and the calls that
-failed (all bounded).
+is open, the token totals counted so far (and whether any was read), the records read (for
+their keys), whether a turn is open, the open tool calls, the calls whose status was already
+counted and the calls that failed (all bounded).
 """
 
 from __future__ import annotations

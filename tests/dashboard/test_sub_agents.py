@@ -5,7 +5,6 @@ lists them and adds their counts to its own."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
