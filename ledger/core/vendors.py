@@ -47,6 +47,10 @@ Decisions on strings left UNMAPPED on purpose (they classify as ``unknown_vendor
   synthetic API-error lines. Map it in a TOML file if your stop sequences are success sentinels.
 * ``refusal``, ``content_filter``, ``content_filtered``, ``guardrail_intervened``, Gemini safety
   and policy values, ``malformed_*``: no reason in our list fits, and none of them is a success.
+* Failures that end a run without a cap being reached (Claude Agent SDK ``api_error``,
+  ``model_error``, ``prompt_too_long``, ...; Codex ``contextWindowExceeded``; the generic
+  ``error``) and the account's plan limit (Codex ``usageLimitExceeded``: a rate limit of the
+  subscription, not this session's budget).
 * Money caps (Claude Agent SDK ``error_max_budget_usd`` and ``budget_exhausted``, Codex
   ``budget_limited`` and ``sessionBudgetExceeded``, LiteLLM's ``BudgetExceededError``) are
   ``max_cost``: the vendor stopped the loop at its own ``max_budget_usd`` / ``max_budget``.
@@ -108,8 +112,10 @@ _GROUPS: tuple[tuple[str, dict[str, str]], ...] = (
     # Seed 000 (the migration-diary article), exactly as ledger.core.reasons has it.
     (_SEED_LABEL, dict(SEED_VENDOR_MAP)),
     # Anthropic Messages API stop_reason: anthropics/anthropic-sdk-python
-    # src/anthropic/types/stop_reason.py; platform.claude.com handling-stop-reasons.
-    # Unmapped: stop_sequence (success only for a declared sentinel), refusal.
+    # src/anthropic/types/stop_reason.py (end_turn, max_tokens, stop_sequence, tool_use,
+    # pause_turn, refusal, model_context_window_exceeded); platform.claude.com
+    # handling-stop-reasons. Unmapped: stop_sequence (success only for a declared sentinel),
+    # refusal (the model declined: no reason fits).
     (
         "Anthropic Messages API stop_reason",
         {
@@ -120,8 +126,14 @@ _GROUPS: tuple[tuple[str, dict[str, str]], ...] = (
             "model_context_window_exceeded": _TOKENS,  # truncation class
         },
     ),
+    # Anthropic beta stop_reason "compaction": anthropics/anthropic-sdk-typescript
+    # src/resources/beta/messages/messages.ts BetaStopReason; platform.claude.com
+    # build-with-claude/compaction (pause_after_compaction: the response stops after the
+    # compaction block, and the client sends it back to go on).
+    ("Anthropic Messages API beta stop_reason", {"compaction": CONTINUE}),
     # OpenAI Chat Completions choices[].finish_reason: openai/openai-python
-    # src/openai/types/chat/chat_completion.py. "length" is already in the seed.
+    # src/openai/types/chat/chat_completion.py, Choice.finish_reason Literal["stop", "length",
+    # "tool_calls", "content_filter", "function_call"]. "length" is already in the seed.
     # Unmapped: content_filter.
     (
         "OpenAI Chat Completions finish_reason",
@@ -133,7 +145,8 @@ _GROUPS: tuple[tuple[str, dict[str, str]], ...] = (
         },
     ),
     # OpenAI Responses API incomplete_details.reason: openai/openai-python
-    # src/openai/types/responses/response.py. Unmapped: content_filter.
+    # src/openai/types/responses/response.py, IncompleteDetails.reason
+    # Literal["max_output_tokens", "content_filter"]. Unmapped: content_filter.
     (
         "OpenAI Responses incomplete_details.reason",
         {
@@ -153,9 +166,14 @@ _GROUPS: tuple[tuple[str, dict[str, str]], ...] = (
             "queued": CONTINUE,
         },
     ),
-    # Google Gemini candidates[].finishReason: googleapis/python-genai google/genai/types.py
-    # L488-529. STOP with functionCall parts is a continue: the importer checks that.
-    # Unmapped: SAFETY, RECITATION, ..., MALFORMED_FUNCTION_CALL, OTHER (see KNOWN_UNMAPPED).
+    # Google Gemini candidates[].finishReason: googleapis/python-genai google/genai/types.py,
+    # class FinishReason (STOP, MAX_TOKENS, SAFETY, RECITATION, LANGUAGE, OTHER, BLOCKLIST,
+    # PROHIBITED_CONTENT, SPII, MALFORMED_FUNCTION_CALL, IMAGE_SAFETY, UNEXPECTED_TOOL_CALL,
+    # TOO_MANY_TOOL_CALLS, IMAGE_PROHIBITED_CONTENT, NO_IMAGE, IMAGE_RECITATION, IMAGE_OTHER,
+    # FINISH_REASON_UNSPECIFIED). STOP with functionCall parts is a continue: the importer
+    # checks that. Unmapped: the policy values, MALFORMED_FUNCTION_CALL and UNEXPECTED_TOOL_CALL
+    # (an invalid call the model made: not a success, no cap reached), OTHER, the image values
+    # (see KNOWN_UNMAPPED).
     (
         "Google Gemini finishReason",
         {
@@ -165,7 +183,9 @@ _GROUPS: tuple[tuple[str, dict[str, str]], ...] = (
         },
     ),
     # AWS Bedrock Converse stopReason: docs.aws.amazon.com/bedrock/latest/APIReference/
-    # API_runtime_MessageStopEvent.html (the ja_jp/de_de pages list all nine values).
+    # API_runtime_MessageStopEvent.html, "Valid Values: end_turn | tool_use | max_tokens |
+    # stop_sequence | guardrail_intervened | content_filtered | malformed_model_output |
+    # malformed_tool_use | model_context_window_exceeded" (the ja_jp/de_de pages list all nine).
     # Unmapped: stop_sequence, guardrail_intervened, content_filtered, malformed_model_output,
     # malformed_tool_use.
     (
@@ -178,7 +198,9 @@ _GROUPS: tuple[tuple[str, dict[str, str]], ...] = (
         },
     ),
     # Claude Agent SDK result subtype: anthropics/claude-agent-sdk-python
-    # src/claude_agent_sdk/types.py L1319-1356. "success" counts only when is_error is false:
+    # src/claude_agent_sdk/types.py L1319-1356 (success, error_during_execution,
+    # error_max_turns, error_max_budget_usd, error_max_structured_output_retries); code.claude.com
+    # docs/en/agent-sdk/typescript SDKResultMessage. "success" counts only when is_error is false:
     # the importer checks that; error_max_budget_usd is its max_budget_usd option's stop.
     # Unmapped: error_during_execution, error_max_structured_output_retries.
     (
@@ -189,8 +211,13 @@ _GROUPS: tuple[tuple[str, dict[str, str]], ...] = (
             "error_max_budget_usd": _COST,
         },
     ),
-    # Claude Agent SDK terminal_reason: TS sdk.d.ts TerminalReason; Python docstring.
-    # Unmapped: api_error, prompt_too_long, ... (see KNOWN_UNMAPPED).
+    # Claude Agent SDK terminal_reason: code.claude.com docs/en/agent-sdk/typescript,
+    # SDKResultMessage.terminal_reason, "One of completed, max_turns, tool_deferred,
+    # aborted_streaming, aborted_tools, hook_stopped, stop_hook_prevented, background_requested,
+    # blocking_limit, rapid_refill_breaker, prompt_too_long, image_error, model_error,
+    # api_error, malformed_tool_use_exhausted, budget_exhausted,
+    # structured_output_retry_exhausted, tool_deferred_unavailable, turn_setup_failed" (TS
+    # sdk.d.ts TerminalReason). Unmapped: the hook stops and the failures (see KNOWN_UNMAPPED).
     (
         "Claude Agent SDK terminal_reason",
         {
@@ -200,6 +227,8 @@ _GROUPS: tuple[tuple[str, dict[str, str]], ...] = (
             "aborted_tools": _CANCEL,
             "malformed_tool_use_exhausted": _TOOL_ERRORS,
             "budget_exhausted": _COST,
+            # a PreToolUse hook deferred a call; the app resumes the session to go on
+            "tool_deferred": CONTINUE,
         },
     ),
     # OpenAI Agents SDK: openai-agents-python src/agents/exceptions.py (MaxTurnsExceeded),
@@ -221,8 +250,20 @@ _GROUPS: tuple[tuple[str, dict[str, str]], ...] = (
             "budget_limited": _COST,
         },
     ),
-    # Codex app-server error code for a session over its budget (named in issue 19).
+    # Codex app-server error code for a session over its budget (named in issue 19; not yet
+    # in the stored codex-rs/app-server-protocol/src/protocol/v2.rs CodexErrorInfo, whose
+    # kinds are contextWindowExceeded, usageLimitExceeded, serverOverloaded, ... , other:
+    # those are failures, left unmapped, see KNOWN_UNMAPPED).
     ("Codex app-server error", {"sessionBudgetExceeded": _COST}),
+    # pydantic-ai FinishReason: pydantic/pydantic-ai pydantic_ai_slim/pydantic_ai/messages.py,
+    # Literal["stop", "length", "content_filter", "tool_call", "error"], the OpenTelemetry
+    # GenAI gen_ai.response.finish_reasons vocabulary its spans carry (real: the Langfuse
+    # export pydantic-ai-tools-2025-12-04). "stop" and "length" are mapped above.
+    ("pydantic-ai / OTel GenAI finish_reason", {"tool_call": CONTINUE}),
+    # Vercel AI SDK finishReason: vercel/ai packages/provider LanguageModelV2FinishReason,
+    # "stop" | "length" | "content-filter" | "tool-calls" | "error" | "other" | "unknown" (real:
+    # the Langfuse export vercel-aisdk-2025-11-17, ai.response.finishReason).
+    ("Vercel AI SDK finishReason", {"tool-calls": CONTINUE}),
     # LiteLLM: litellm.max_budget (USD) raises BudgetExceededError (docs/my-website/docs/
     # budget_manager.md); its proxy's max_budget answers with the same error type.
     ("LiteLLM max_budget", {"BudgetExceededError": _COST}),
@@ -279,6 +320,10 @@ KNOWN_UNMAPPED: dict[str, str] = {
     "UNEXPECTED_TOOL_CALL": "Gemini finishReason: invalid tool call",
     "OTHER": "Gemini finishReason: other",
     "FINISH_REASON_UNSPECIFIED": "Gemini finishReason: unset",
+    "IMAGE_PROHIBITED_CONTENT": "Gemini finishReason: image policy block",
+    "IMAGE_RECITATION": "Gemini finishReason: image policy block",
+    "NO_IMAGE": "Gemini finishReason: no image generated",
+    "IMAGE_OTHER": "Gemini finishReason: image generation stopped, other",
     "guardrail_intervened": "Bedrock Converse stopReason: guardrail",
     "content_filtered": "Bedrock Converse stopReason: filtered",
     "malformed_model_output": "Bedrock Converse stopReason: malformed output",
@@ -287,7 +332,25 @@ KNOWN_UNMAPPED: dict[str, str] = {
     "error_max_structured_output_retries": "Claude Agent SDK result subtype: retries exhausted",
     "api_error": "Claude Agent SDK terminal_reason: API error",
     "prompt_too_long": "Claude Agent SDK terminal_reason: prompt too long",
+    "model_error": "Claude Agent SDK terminal_reason: model error",
+    "image_error": "Claude Agent SDK terminal_reason: image error",
+    "blocking_limit": "Claude Agent SDK terminal_reason: context blocking limit",
+    "rapid_refill_breaker": "Claude Agent SDK terminal_reason: runaway-loop breaker",
+    "structured_output_retry_exhausted": "Claude Agent SDK terminal_reason: retries exhausted",
+    "tool_deferred_unavailable": "Claude Agent SDK terminal_reason: deferred tool gone",
+    "turn_setup_failed": "Claude Agent SDK terminal_reason: turn could not start",
+    "hook_stopped": "Claude Agent SDK terminal_reason: a hook stopped the loop",
+    "stop_hook_prevented": "Claude Agent SDK terminal_reason / Claude Code stop_hook_summary: "
+    "a stop hook prevented continuation",
+    "background_requested": "Claude Agent SDK terminal_reason: sent to the background",
     "review_ended": "Codex CLI turn_aborted reason: review ended",
+    "contextWindowExceeded": "Codex app-server CodexErrorInfo: input over the context window",
+    "usageLimitExceeded": "Codex app-server CodexErrorInfo: the plan's usage limit (a rate "
+    "limit of the account, not this session's budget)",
+    "error": "pydantic-ai / OTel GenAI finish_reason and Vercel AI SDK finishReason: an error",
+    "content-filter": "Vercel AI SDK finishReason: filtered",
+    "other": "Vercel AI SDK finishReason: other",
+    "unknown": "Vercel AI SDK finishReason: the provider did not say",
 }
 
 

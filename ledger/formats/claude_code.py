@@ -26,13 +26,20 @@ What a record becomes (the README's mapping table says the same for users):
   unclassified.
 * ``user`` lines with ``tool_result`` blocks continue the round that called the tool: each
   result is an observation (a digest of the call and its result) and a tool error when
-  ``is_error`` is true. A result the user rejected is a ``user_cancel`` end, not a tool error.
+  ``is_error`` is true. A result the user rejected is a ``user_cancel`` end, not a tool error;
+  a rejection with feedback ("... the user said: ...") is neither: the model reads the
+  feedback and goes on, so it is the call's result (not an error) and the turn stays open.
 * A user prompt starts a turn (``start``); ``system/turn_duration`` and
   ``system/stop_hook_summary`` end it (``end``, ``task_complete``, or the unmapped vendor
   stop ``stop_hook_prevented`` when a hook stopped the agent); "[Request interrupted by
   user...]" ends it as ``user_cancel``.
 * Sub-agent (sidechain) lines belong to their own session, ``<sessionId>:agent-<agentId>``,
-  linked to the parent session ``<sessionId>``; the parent never counts their usage.
+  linked to the parent session ``<sessionId>``; the parent never counts their usage. Old-format
+  (1.0.x) transcripts write each sub-agent inline, with no ``agentId``: a sidechain line with
+  no ``parentUuid`` starts a sub-agent, ``<sessionId>:sidechain-<its uuid>``, and each later
+  line joins the sub-agent of the line it follows (``parentUuid``), so sub-agents running side
+  by side stay apart. A sidechain line whose parent was not read (a transcript cut in the
+  middle of a sub-agent) goes to ``<sessionId>:sidechain``.
 * The task class is the project folder name (the last part of ``cwd``).
 * Each line's ``uuid`` is its record key: a copy of the line (a snapshot of the transcript,
   the history a resumed or forked session copies with its original ``sessionId``) is folded
@@ -40,7 +47,8 @@ What a record becomes (the README's mapping table says the same for users):
 
 Reader state, per session: the current response id and the usage counted for it, the
 ids of the last 256 responses, the open tool calls (name and input digest, bounded) and the
-calls that failed (their digests, bounded).
+calls that failed (their digests, bounded); in the parent's, the sub-agent of each of the last
+512 inline sidechain lines (its first line's uuid).
 """
 
 from __future__ import annotations
@@ -82,6 +90,8 @@ NOT_PROMPTS = ("<command-name>", "<command-message>", "<local-command-stdout>",
                "<local-command-caveat>", "<local-command-stderr>")
 INTERRUPTED = "[Request interrupted by user"
 REJECTED = "The user doesn't want to proceed with this tool use"
+#: What Claude Code adds to a rejection when the user typed an instruction with it.
+FEEDBACK = "the user said:"
 SEEN_MAX = 256
 #: Event fields and the ``message.usage`` counts they take (Claude Code writes no reasoning
 #: count: thinking is inside ``output_tokens``).
@@ -92,6 +102,7 @@ USAGE_FIELDS = (
     ("cache_read_tokens", "cache_read_input_tokens"),
 )
 TOOLS_MAX = 512
+CHAINS_MAX = 512
 
 
 def looks_like(obj: dict[str, Any]) -> bool:
@@ -112,8 +123,8 @@ def read(value: Any, state: dict[str, Any], fallback: str, actions: ActionMap) -
         raise UnknownRecord(str(kind))
     if kind == "system" and obj.get("subtype") in IGNORED_SYSTEM:
         return []
-    session, parent = _session(obj)
-    mine = state.setdefault(session, {"round": None, "counted": {}, "seen": {}, "tools": {}})
+    session, parent = _session(obj, state)
+    mine = _reader(state, session)
     if kind == "assistant":
         events = _assistant(obj, mine, actions)
     elif kind == "user":
@@ -124,16 +135,35 @@ def read(value: Any, state: dict[str, Any], fallback: str, actions: ActionMap) -
     return stamped(events, moment(obj), session, folder_name(obj.get("cwd")), parent)
 
 
-def _session(obj: dict[str, Any]) -> tuple[str, str | None]:
+def _reader(state: dict[str, Any], session: str) -> dict[str, Any]:
+    """A session's reader state."""
+    return state.setdefault(session, {"round": None, "counted": {}, "seen": {}, "tools": {}})
+
+
+def _session(obj: dict[str, Any], state: dict[str, Any]) -> tuple[str, str | None]:
     """The session a line belongs to, and its parent when it is a sub-agent's line."""
     session = obj.get("sessionId")
     if not isinstance(session, str) or not session:
         raise RecordError("field 'sessionId' must be a non-empty string")
-    if obj.get("isSidechain") is True:
-        agent = obj.get("agentId")
-        child = f"{session}:agent-{agent}" if isinstance(agent, str) else f"{session}:sidechain"
-        return child, session
-    return session, None
+    if obj.get("isSidechain") is not True:
+        return session, None
+    agent = obj.get("agentId")
+    if isinstance(agent, str) and agent:
+        return f"{session}:agent-{agent}", session
+    return _inline_agent(obj, _reader(state, session).setdefault("chains", {}), session), session
+
+
+def _inline_agent(obj: dict[str, Any], chains: dict[str, str], parent: str) -> str:
+    """An old-format sub-agent's session: the one its ``parentUuid`` line belongs to, or a new
+    one when the line has no parent. ``chains`` maps the last lines' uuids to the first line's
+    uuid of their sub-agent ("" when unknown)."""
+    up, uuid = obj.get("parentUuid"), obj.get("uuid")
+    uuid = uuid if isinstance(uuid, str) else ""
+    root = chains.get(up, "") if isinstance(up, str) and up else uuid
+    if uuid:
+        chains[uuid] = root
+        bounded(chains, CHAINS_MAX)
+    return f"{parent}:sidechain-{root}" if root else f"{parent}:sidechain"
 
 
 def _message(obj: dict[str, Any]) -> dict[str, Any]:
@@ -269,6 +299,8 @@ def _tool_result(block: dict[str, Any], mine: dict[str, Any]) -> Event:
     text = text_of(block.get("content"))
     failed = block.get("is_error") is True
     if failed and text.startswith(REJECTED):
+        if FEEDBACK in text:  # the user redirected the model, which goes on: not an error
+            return tool_result(name, call_digest, text, False)
         return Event("end", outcome="user_cancel", tool=name, detail="tool use rejected by user")
     remember_outcome(mine.setdefault("failed", {}), call_digest, failed)
     return tool_result(name, call_digest, text, failed)

@@ -7,6 +7,9 @@ mapping table says the same for users):
   ``message``, a ``function_call`` or other tool call) opens the round; later items of the same
   response continue it (``same_round``) and add their tool calls. The ``token_count`` event
   written after the response closes it and adds its output tokens.
+* A rollout with no ``token_count`` (filtered, or a build that does not write it) still counts
+  its rounds: a tool's output or a user message ends the open response, so the next output
+  item opens a round. Once a ``token_count`` is read, it alone closes rounds.
 * ``token_count`` totals are cumulative and re-emitted unchanged: each count of a round is the
   growth of its ``total_token_usage`` total (output, uncached input = ``input_tokens`` less
   ``cached_input_tokens``, cache reads = ``cached_input_tokens``, reasoning =
@@ -24,26 +27,28 @@ mapping table says the same for users):
   ``custom_tool_call_output``) is the observation, a digest of the call and its output. The
   exit code is a tool error: older builds put it in the output's JSON (``metadata.exit_code``),
   newer ones in ``exec_command_end`` (``exit_code``, ``status``), ``patch_apply_end`` and
-  ``mcp_tool_call_end``; each call's status is counted once. A ``declined`` command is a
-  ``user_cancel`` end.
+  ``mcp_tool_call_end``; builds that write neither give it in the output's plain-text header
+  (``Process exited with code N``, before ``Output:``). Each call's status is counted once.
+  A ``declined`` command is a ``user_cancel`` end.
 * ``task_started`` (or the first ``user_message`` of a turn in builds that do not write it)
   starts a turn; ``task_complete`` ends it (vendor stop ``task_complete``); ``turn_aborted``
   ends it with its reason as the vendor stop (``interrupted``/``replaced``: ``user_cancel``;
-  ``budget_limited`` is unmapped, so ``unknown_vendor``). A rollout without them records no stop.
+  ``budget_limited``: ``max_cost``). A rollout without them records no stop.
 * An ``error`` event is a failed model call: a ``retry`` of the tool ``api``.
 * The session id is ``session_meta.id``; a sub-agent's rollout links to its parent thread. The
   task class is the last part of the session's ``cwd``.
 
 Reader state: the session, its task class and parent, the model of the turn, whether a round
-is open, the token totals counted so far, the records read (for their keys), whether a turn
-is open, the open tool calls, the calls whose status was already counted and the calls that
-failed (all bounded).
+is open, the token totals counted so far (and whether any was read), the records read (for
+their keys), whether a turn is open, the open tool calls, the calls whose status was already
+counted and the calls that failed (all bounded).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from typing import Any
 
 import msgspec
@@ -92,6 +97,10 @@ TOKEN_TOTALS = (
     ("reasoning_tokens", "reasoning_output_tokens"),
 )
 _encode = msgspec.json.Encoder().encode
+#: The exit code in the header of a plain-text command output (Codex 0.12x ``exec_command``:
+#: "Chunk ID: ...\nWall time: ...\nProcess exited with code 1\n...\nOutput:\n...").
+EXIT_LINE = re.compile(r"^Process exited with code (-?\d+)$", re.MULTILINE)
+HEADER_END = "\nOutput:"
 NO_CALL = (None, "")
 
 
@@ -153,6 +162,7 @@ def _parent(payload: dict[str, Any]) -> str | None:
 def _item(item: dict[str, Any], state: dict[str, Any], actions: ActionMap) -> list[Event]:
     kind = item.get("type")
     if kind == "message" and item.get("role") != "assistant":
+        _answered(state)
         return []  # the prompt, instructions and context sent to the model
     if kind in MODEL_OUTPUT:
         return _output(state, [])
@@ -184,7 +194,14 @@ def _output(state: dict[str, Any], tools: list[str]) -> list[Event]:
                   model=None if same else state["model"])]
 
 
+def _answered(state: dict[str, Any]) -> None:
+    """Input for the model's next response: without token counts, the open round is over."""
+    if not state.get("metered"):
+        state["open"] = False
+
+
 def _tool_output(item: dict[str, Any], state: dict[str, Any]) -> Event:
+    _answered(state)
     call = item.get("call_id")
     name, call_digest = state["calls"].pop(call, [None, ""]) if isinstance(call, str) else NO_CALL
     text, failed = _exit_status(item.get("output"))
@@ -201,7 +218,8 @@ def _exit_status(output: Any) -> tuple[str, bool | None]:
     """A tool output's text, and whether it failed (None: the output does not say).
 
     Older builds wrap the output in JSON with ``metadata.exit_code``; newer ones write plain
-    text and report the exit code in ``exec_command_end`` instead.
+    text and report the exit code in ``exec_command_end``, or only in the text's header (read
+    before ``Output:``, so a command that prints the phrase is not mistaken for its status).
     """
     if isinstance(output, dict):
         success = output.get("success")
@@ -210,6 +228,9 @@ def _exit_status(output: Any) -> tuple[str, bool | None]:
         )
     if not isinstance(output, str):
         return text_of(output), None
+    header = EXIT_LINE.search(output, 0, max(0, output.find(HEADER_END)))
+    if header:
+        return output, int(header.group(1)) != 0
     if output.startswith("{") and '"metadata"' in output:
         try:
             wrapped = json.loads(output)
@@ -235,6 +256,7 @@ def _event(payload: dict[str, Any], state: dict[str, Any]) -> list[Event]:
         state["turn"] = True
         return [Event("start", detail="turn started")]
     if kind == "user_message":
+        _answered(state)
         if state["turn"]:
             return []
         state["turn"] = True
@@ -268,6 +290,7 @@ def _tokens(payload: dict[str, Any], state: dict[str, Any]) -> list[Event]:
     totals = _totals(info.get("total_token_usage") if isinstance(info, dict) else None)
     if totals is None:
         return []
+    state["metered"] = True
     counted = state["totals"]
     grown: dict[str, int | None] = {}
     for name, total in totals.items():

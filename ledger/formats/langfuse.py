@@ -13,10 +13,15 @@ README's mapping table says the same for users):
   reasoning tokens ``usageDetails`` (``input``, ``input_cache_read``, ...) or the OTel
   ``gen_ai.usage.*`` attributes, its model ``model``. A generation at level ``ERROR`` is a failed
   model call: a ``retry`` of the tool ``api``.
-* A ``TOOL`` observation is a step of its action class (from the action map, by its name
-  and input; a call repeating one that failed is a ``retry``, a tool the map does not name a
-  write, marked unclassified), then continues the round before it: an observation (a digest
-  of its name, input and output) and a tool error when its level is ``ERROR``.
+* A ``TOOL`` observation is a tool call: a step of its action class (from the action map, by
+  its name and input; a call repeating one that failed is a ``retry``, a tool the map does not
+  name a write, marked unclassified), then continues the round before it: an observation (a
+  digest of its name, input and output) and a tool error when its level is ``ERROR``. Its name
+  is the OTel ``gen_ai.tool.name`` (pydantic-ai names the span "running tool: ..."), or the
+  Vercel AI SDK's ``ai.toolCall.name``, else the observation's. It counts as one tool call
+  unless a generation before it already named it (``toolCallNames``) or counted it
+  (``toolCalls``): most exporters (openai-agents, pydantic-ai, Vercel AI SDK, OTel GenAI) fill
+  neither, so their calls are counted from the TOOL observations alone.
 * Spans, events, agents, chains and the other grouping types add nothing; a type Langfuse
   may add later is counted as unknown.
 * The trace's own verdict ends the session: ``is_error`` false (an attribute such as
@@ -110,8 +115,9 @@ def document(value: Any, actions: ActionMap) -> Document:
             doc.items.append(RecordError(f"observations[{index}]: not an observation object"))
     usable.sort(key=lambda o: (moment(o, "startTime")[1] or 0.0, str(o.get("id"))))
     failures: dict[str, int] = {}
+    declared: Counter[str] = Counter()
     for item in usable:
-        events = _observation(item, doc.unknown, failures, actions)
+        events = _observation(item, doc.unknown, failures, declared, actions)
         keyed(events, item.get("id"))  # a TOOL observation is a step and its result
         when = moment(item, "startTime")
         for event in events:
@@ -131,8 +137,11 @@ def _record(doc: Document, event: Event) -> Record:
 
 
 def _observation(
-    obs: dict[str, Any], unknown: Counter[str], failures: dict[str, int], actions: ActionMap
+    obs: dict[str, Any], unknown: Counter[str], failures: dict[str, int],
+    declared: Counter[str], actions: ActionMap,
 ) -> list[Event]:
+    """An observation's events. ``declared`` holds the tool calls generations counted that no
+    TOOL observation has matched yet, by name ("" for a call counted without one)."""
     kind = obs["type"]
     failed = obs.get("level") == "ERROR"
     status = obs.get("statusMessage") if isinstance(obs.get("statusMessage"), str) else ""
@@ -145,6 +154,7 @@ def _observation(
         count = len(names) or (len(calls) if isinstance(calls, list) else None)
         if count is None and isinstance(obs.get("toolCallNames"), list):
             count = 0
+        declared.update(names or [""] * (count or 0))
         model = obs.get("model") if isinstance(obs.get("model"), str) else None
         return [Event(
             ROUND,
@@ -157,15 +167,34 @@ def _observation(
             **_usage(obs, attrs),
         )]
     if kind == "TOOL":
-        name = obs.get("name") if isinstance(obs.get("name"), str) else None
+        name = _tool_name(obs)
         detail = excerpt(status) or "tool failed"
         call = digest(name, obs.get("input"))
         step = tool_call(name, obs.get("input"), call, failures, actions)
         remember_outcome(failures, call, failed)
-        return [step, tool_result(name, call, obs.get("output"), failed, detail)]
+        result = tool_result(name, call, obs.get("output"), failed, detail)
+        result.tool_calls = None if _matched(declared, name) else 1
+        return [step, result]
     if kind not in GROUPING:
         unknown[f"observation/{kind}"] += 1
     return []
+
+
+def _tool_name(obs: dict[str, Any]) -> str | None:
+    attrs = attributes(obs.get("metadata"))
+    for name in (attrs.get("gen_ai.tool.name"), attrs.get("ai.toolCall.name"), obs.get("name")):
+        if isinstance(name, str) and name:
+            return name
+    return None
+
+
+def _matched(declared: Counter[str], name: str | None) -> bool:
+    """Whether a generation already counted this call (by its name, else one without a name)."""
+    for key in (name or "", ""):
+        if declared[key] > 0:
+            declared[key] -= 1
+            return True
+    return False
 
 
 def attributes(metadata: Any) -> dict[str, Any]:

@@ -426,6 +426,26 @@ async def final_meters(
     return [m.to_dict() for m in step_meters(step, run_length(hashes), held)]
 
 
+async def sub_agents_data(ctx: Context, session: dict[str, Any]) -> dict[str, Any] | None:
+    """The session's sub-agents, each linked, and their totals beside the session's own
+    (None for a session without sub-agents)."""
+    totals = await queries.sub_agent_totals(ctx.db, session["session_id"])
+    if not totals["sessions"]:
+        return None
+    children = await queries.sub_agents(ctx.db, session["session_id"])
+    own = {c: session[c] for c in queries.SUB_AGENT_SUMS}
+    return {
+        "rows": [dict(r, url=ctx.urls.session(r["session_id"])) for r in children],
+        "shown": len(children),
+        "totals": totals,
+        "own": own,
+        "with_sub_agents": {
+            c: None if own[c] is None and totals[c] is None else (own[c] or 0) + (totals[c] or 0)
+            for c in queries.SUB_AGENT_SUMS
+        },
+    }
+
+
 async def session_data(ctx: Context, session_id: str) -> dict[str, Any]:
     await ctx.datasette.ensure_permissions(
         ctx.request.actor,
@@ -463,6 +483,7 @@ async def session_data(ctx: Context, session_id: str) -> dict[str, Any]:
     return {
         "database": ctx.database,
         "session": dict(session, budget=json.loads(session.get("budget") or "{}")),
+        "sub_agents": await sub_agents_data(ctx, session),
         "decision": decision_of(session),
         "at_stop": {
             "idx": final_idx,

@@ -326,3 +326,45 @@ async def session_incidents(db: Database, session_id: str) -> list[Row]:
         "select * from incidents where session_id = :id order by start_idx, kind",
         {"id": session_id},
     )
+
+
+#: The counts a session's sub-agents are totalled by (``sessions`` columns).
+SUB_AGENT_SUMS = (
+    "rounds", "steps", "tool_calls", "tool_errors", "writes", "output_tokens", "input_tokens",
+    "cache_creation_tokens", "cache_read_tokens", "reasoning_tokens", "cost_usd",
+)
+SUB_AGENTS_SHOWN = 100
+#: A session's sub-agents at any depth (a sub-agent's own sub-agents too), along the
+#: ``parent_session_id`` index; UNION, not UNION ALL, so links that loop end.
+_DESCENDANTS = (
+    "with recursive tree(session_id) as ("
+    " select session_id from sessions where parent_session_id = :id"
+    " union select s.session_id from sessions s join tree t on s.parent_session_id = t.session_id"
+    ") "
+)
+
+
+async def sub_agents(db: Database, session_id: str) -> list[Row]:
+    """The session's own sub-agents (the first ``SUB_AGENTS_SHOWN``, in start order)."""
+    return await rows(
+        db,
+        "select session_id, started_at, stop_reason, recorded_stop, "
+        + ", ".join(SUB_AGENT_SUMS)
+        + " from sessions where parent_session_id = :id "
+        "order by started_at is null, started_at, session_id limit :limit",
+        {"id": session_id, "limit": SUB_AGENTS_SHOWN},
+    )
+
+
+async def sub_agent_totals(db: Database, session_id: str) -> Row:
+    """The sums of the session's sub-agents at any depth, with how many there are and how
+    many have no cost (a sum of costs that leaves some out is not the whole cost)."""
+    sums = ", ".join(f"sum({c}) as {c}" for c in SUB_AGENT_SUMS)
+    found = await rows(
+        db,
+        _DESCENDANTS + f"select count(*) as sessions, {sums}, "
+        "sum(cost_usd is null) as unpriced from sessions "
+        "where session_id in (select session_id from tree)",
+        {"id": session_id},
+    )
+    return found[0]

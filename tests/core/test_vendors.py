@@ -49,6 +49,7 @@ EXPECTED: dict[str, StopReason | str] = {
     "tool_use": CONTINUE,
     "pause_turn": CONTINUE,
     "model_context_window_exceeded": TOKENS,
+    "compaction": CONTINUE,  # beta: paused after a compaction block
     # OpenAI Chat Completions finish_reason
     "stop": TC,
     "tool_calls": CONTINUE,
@@ -70,6 +71,10 @@ EXPECTED: dict[str, StopReason | str] = {
     "malformed_tool_use_exhausted": TOOL_ERRORS,
     "error_max_budget_usd": COST,
     "budget_exhausted": COST,
+    "tool_deferred": CONTINUE,
+    # pydantic-ai / OTel GenAI, Vercel AI SDK: a tool call requested
+    "tool_call": CONTINUE,
+    "tool-calls": CONTINUE,
     # OpenAI Agents SDK
     "MaxTurnsExceeded": ROUNDS,
     # Codex CLI
@@ -106,6 +111,14 @@ MUST_BE_UNKNOWN = [
     "error_during_execution",  # Claude Agent SDK
     "api_error",
     "review_ended",  # Codex
+    "contextWindowExceeded",
+    "usageLimitExceeded",  # the account's plan limit, not the session's budget
+    "error",  # pydantic-ai / OTel GenAI, Vercel AI SDK
+    "content-filter",  # Vercel AI SDK
+    "hook_stopped",  # Claude Agent SDK terminal_reason
+    "stop_hook_prevented",
+    "prompt_too_long",
+    "model_error",
     "policy_hidden_v3",  # the seed's own example
 ]
 

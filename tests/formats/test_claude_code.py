@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from ledger.core.reasons import StopReason
+from tests.formats.more_logs import more_log
 from tests.helpers import REAL_LOGS, rows
 from tests.helpers import session_row as session
 from tests.helpers import step_rows as steps
@@ -200,6 +201,20 @@ def test_a_rejected_tool_use_is_a_cancel_not_a_tool_error(fold) -> None:
         ("end", None, "user_cancel")]
 
 
+def test_a_rejection_with_feedback_is_a_result_not_a_cancel(fold) -> None:
+    # Real (Entire 84-324d6610f2): the user rejects an Edit and types an instruction; the model
+    # reads it and goes on, so the turn is not cancelled and the tool did not fail.
+    said = ("The user doesn't want to proceed with this tool use. The tool use was rejected (eg."
+            " if it was a file edit, the new_string was NOT written to the file). To tell you how"
+            " to proceed, the user said:\nwhat happens now once we do this?")
+    db = fold([prompt(), assistant("m1", tool_use("t1", "Edit")), result("t1", said, True),
+               assistant("m2")])
+    assert (session(db)["recorded_stop"], session(db)["tool_errors"], session(db)["rounds"]) == (
+        None, 0, 2)
+    assert [(r["action"], r["tool_error"]) for r in steps(db)] == [
+        ("start", None), ("round", None), ("write", None), ("round", 0), ("round", None)]
+
+
 def test_tool_errors_keep_a_short_excerpt_and_results_only_a_hash(fold) -> None:
     db = fold(TAIL)
     failed = rows(db, "select * from steps where tool_error = 1")
@@ -255,11 +270,43 @@ def test_a_sidechain_file_is_its_own_session_linked_to_its_parent(fold) -> None:
 
 def test_sidechain_lines_inside_a_main_file_are_split_off(fold) -> None:
     lines = [assistant("m1", out=10), assistant("x1", out=500, isSidechain=True, agentId="a1"),
-             assistant("x2", out=500, isSidechain=True), assistant("m2", out=10)]
+             assistant("x2", out=500, isSidechain=True, parentUuid="not-read"),
+             assistant("m2", out=10)]
     db = fold(lines)
     assert (session(db)["rounds"], session(db)["output_tokens"]) == (2, 20)
     assert session(db, "s1:agent-a1")["parent_session_id"] == "s1"
-    assert session(db, "s1:sidechain")["output_tokens"] == 500
+    assert session(db, "s1:sidechain")["output_tokens"] == 500  # its parent line was not read
+
+
+def test_each_inline_sub_agent_is_its_own_session(fold) -> None:
+    # Claude Code 1.0.x: sub-agents are inline (isSidechain, no agentId), side by side; a
+    # sidechain line with no parentUuid starts one, each later line follows its parentUuid.
+    a1 = prompt("task a", isSidechain=True, parentUuid=None)
+    b1 = prompt("task b", isSidechain=True, parentUuid=None)
+    a2 = assistant("a2", out=7, isSidechain=True, parentUuid=a1["uuid"])
+    b2 = assistant("b2", out=9, isSidechain=True, parentUuid=b1["uuid"])
+    a3 = assistant("a3", out=7, isSidechain=True, parentUuid=a2["uuid"])
+    db = fold([prompt(), assistant("m1", tool_use("t1", "Task"), out=1), a1, b1, a2, b2, a3])
+    got = rows(db, "select session_id, parent_session_id, rounds, output_tokens from sessions "
+                   "where parent_session_id is not null order by rounds")
+    assert [tuple(r.values()) for r in got] == [
+        (f"s1:sidechain-{b1['uuid']}", "s1", 1, 9), (f"s1:sidechain-{a1['uuid']}", "s1", 2, 14)]
+    assert (session(db)["rounds"], session(db)["output_tokens"]) == (1, 1)
+
+
+@pytest.mark.parametrize(("name", "rounds"), [
+    ("cc_ccviewer__fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl", [9, 25, 34, 40, 53]),
+    ("cc_kiliman__test2.jsonl", [7, 13, 14, 27]),
+    ("cc_ccviewer__5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl", [3, 7]),
+])
+def test_real_old_format_sub_agents_are_split(fold, name: str, rounds: list[int]) -> None:
+    # Counted by hand: each sidechain line with parentUuid null starts a sub-agent (5, 4, 2);
+    # its rounds are the distinct message ids of the assistant lines of its chain.
+    db = fold(more_log("claude-code", name))
+    got = rows(db, "select rounds from sessions where parent_session_id is not null "
+                   "order by rounds")
+    assert [r["rounds"] for r in got] == rounds
+    assert not rows(db, "select 1 from sessions where session_id like '%:sidechain'")
 
 
 # --- drift and bad input ----------------------------------------------------------------------

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.formats.more_logs import more_log
 from tests.helpers import REAL_LOGS, ROOT, rows
 from tests.helpers import session_row as session
 from tests.helpers import step_rows as steps
@@ -93,6 +94,33 @@ def test_a_response_is_one_round_whatever_it_holds(fold) -> None:
     assert (s["rounds"], s["tool_calls"], s["output_tokens"]) == (2, 2, 60)
 
 
+def test_without_token_counts_tool_outputs_and_prompts_end_a_response(fold) -> None:
+    reasoning = item("reasoning", summary=[])
+    answer = item("message", role="assistant", content=[])
+    lines = [meta(), event("user_message", message="go"), reasoning, call("c1"), call("c2"),
+             output("c1", "a"), output("c2", "b"), reasoning, call("c3"), output("c3", "c"),
+             answer, event("user_message", message="more"), answer]
+    db = fold(lines)
+    assert (session(db)["rounds"], session(db)["tool_calls"]) == (4, 3)
+
+
+def test_once_token_counts_are_read_they_alone_close_rounds(fold) -> None:
+    # token_count comes after the response's items and before the tool outputs (0.104)
+    lines = [meta(), call("c1"), tokens(10), output("c1", "a"), call("c2"), output("c2", "b"),
+             tokens(20)]
+    assert session(fold(lines))["rounds"] == 2
+
+
+def test_the_real_rollout_without_token_counts(fold) -> None:
+    # more/codex cx_codemie (0.128, no token_count, no exec_command_end), counted by hand:
+    # 20 runs of model output items between tool outputs and prompts, 38 function calls, and
+    # one plain-text "Process exited with code 1" among 34 exits with code 0.
+    db = fold(more_log("codex", "cx_codemie__rollout-2026-05-11T13-28-45-019e1695-0522-7c83-"
+                                "8b39-0dd379793f80.jsonl"))
+    got = session(db, "019e1695-0522-7c83-8b39-0dd379793f80")
+    assert (got["rounds"], got["tool_calls"], got["tool_errors"]) == (20, 38, 1)
+
+
 def test_prompts_sent_to_the_model_are_not_rounds(fold) -> None:
     lines = [meta(), item("message", role="developer"), item("message", role="user")]
     assert session(fold(lines + [item("reasoning")]))["rounds"] == 1
@@ -122,6 +150,24 @@ def test_newer_builds_report_it_in_exec_command_end(fold) -> None:
     db = fold(lines)
     assert [(r["tool_error"], r["detail"]) for r in steps(db)[-2:]] == [(None, None), (1, "boom")]
     assert session(db)["tool_errors"] == 1
+
+
+def plain(exit_line: str, printed: str = "hello") -> str:
+    """The plain-text output shape of Codex 0.12x: a header, then the command's output."""
+    return f"Chunk ID: bd7d7c\nWall time: 0.0 seconds\n{exit_line}\nOutput:\n{printed}"
+
+
+@pytest.mark.parametrize(("text", "failed"), [
+    (plain("Process exited with code 1"), 1),
+    (plain("Process exited with code 0"), 0),
+    (plain("Process exited with code -9"), 1),
+    # the phrase printed by the command, not its header, says nothing
+    (plain("Wall time: 0.1 seconds", "Process exited with code 1"), None),
+    ("Process exited with code 1", None),  # no header: the end event will say
+])
+def test_builds_without_end_events_give_it_in_the_text_header(fold, text: str, failed) -> None:
+    db = fold([meta(), call("c1"), output("c1", text)])
+    assert [r["tool_error"] for r in steps(db) if r["observation_hash"]] == [failed]
 
 
 def test_a_call_status_is_counted_once(fold) -> None:

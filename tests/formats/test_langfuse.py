@@ -12,6 +12,7 @@ import pytest
 
 from ledger.ingest.ingester import ingest
 from ledger.ingest.options import Options
+from tests.formats.more_logs import more_log
 from tests.helpers import REAL_LOGS, rows
 
 EXPORT = REAL_LOGS / "06_langfuse_export_claude_agent_sdk_via_otel_2025-12-22.trace.json"
@@ -84,6 +85,43 @@ def test_a_forced_dialect_reads_the_whole_document(tmp_path: Path, export) -> No
 def test_a_bare_trace_with_its_observations_is_read(fold, export) -> None:
     bare = dict(export["trace"], observations=export["observations"])
     assert session(fold(bare))["rounds"] == 4
+
+
+def test_a_tool_a_generation_named_is_not_counted_twice(fold, export) -> None:
+    # The export's two generations name mcp__weather__get_weather; its two TOOL observations
+    # are those calls. Unnamed, the TOOL observations are what counts them.
+    assert session(fold(export))["tool_calls"] == 2
+    for obs in export["observations"]:
+        obs.pop("toolCallNames", None)
+        obs.pop("toolCalls", None)
+    assert session(fold(export))["tool_calls"] == 2
+
+
+def test_a_tool_is_named_by_its_otel_attribute(fold, export) -> None:
+    tool = observation(export, "TOOL")
+    tool.update(name="running tool: get_weather",
+                metadata={"attributes": {"gen_ai.tool.name": "get_weather"}})
+    db = fold(export)
+    assert sorted(r["tool"] for r in steps(db) if r["action"] == "write") == [
+        "get_weather", "mcp__weather__get_weather"]
+    assert session(db)["tool_calls"] == 3  # no generation named get_weather
+
+
+@pytest.mark.parametrize(("name", "tool_calls", "tools"), [
+    ("lf_pydantic-ai-tools-2025-12-04.trace.json", 3,
+     ["get_pun_suggestion", "get_dad_joke_suggestion", "get_one_liner_suggestion"]),
+    ("lf_vercel-aisdk-2025-11-17.trace.json", 1, ["getWeather"]),
+    ("lf_openai-agents-2025-09-30.trace.json", 1, ["get_weather"]),
+    ("lf_csharp-agent-with-gemini-2026-03-09.trace.json", 2,
+     ["get_custom_report", "final_result"]),
+    ("lf_langgraph-python-2025-08-22.trace.json", 0, []),  # its tool is a SPAN, not a TOOL
+])
+def test_real_tool_observations_are_tool_calls(fold, name: str, tool_calls: int, tools) -> None:
+    # Counted by hand: the TOOL observations of each export (no generation names its calls).
+    db = fold(json.loads(more_log("other", name).read_text()))
+    assert session(db)["tool_calls"] == tool_calls
+    called = [r["tool"] for r in steps(db) if r["action"] in ("think", "read", "write")]
+    assert sorted(called) == sorted(tools)
 
 
 def test_a_tool_at_level_error_is_a_tool_error(fold, export) -> None:

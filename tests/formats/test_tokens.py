@@ -17,20 +17,18 @@ from typing import Any
 import pytest
 
 from ledger.ingest.replay import replay
-from tests.helpers import FIXTURES, REAL_LOGS, ROOT
+from tests.formats.more_logs import MORE, more_log
+from tests.helpers import FIXTURES, REAL_LOGS
 
 TABLE = json.loads((FIXTURES / "expected_tokens.json").read_text())
-MORE = ROOT.parent / "shared" / "fixtures" / "real-agent-logs"
 COUNTS = ("input_tokens", "output_tokens", "cache_creation_tokens", "cache_read_tokens")
 
 
 def path_of(name: str) -> Path:
     if not name.startswith("more/"):
         return REAL_LOGS / name
-    path = MORE / name
-    if not path.exists():
-        pytest.skip(f"{name}: ../shared/fixtures/real-agent-logs/more/ is not beside the repo")
-    return path
+    kind, file = name.removeprefix("more/").split("/", 1)
+    return more_log(kind, file)
 
 
 def totals(path: Path) -> dict[str, Any]:
