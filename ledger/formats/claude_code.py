@@ -33,7 +33,8 @@ What a record becomes (the README's mapping table says the same for users):
   user...]" ends it as ``user_cancel``.
 * Sub-agent (sidechain) lines belong to their own session, ``<sessionId>:agent-<agentId>``,
   linked to the parent session ``<sessionId>``; the parent never counts their usage.
-* The task class is the project folder name (the last part of ``cwd``).
+* The task class is the repository ``cwd`` names (:func:`ledger.core.task_classes.repo_name`:
+  worktrees resolved to their repository, temporary folders ``tmp``).
 * Each line's ``uuid`` is its record key: a copy of the line (a snapshot of the transcript,
   the history a resumed or forked session copies with its original ``sessionId``) is folded
   once per session (see ledger/ingest/source.py).
@@ -55,11 +56,11 @@ from ledger.formats.agent_records import (
     bounded,
     digest,
     excerpt,
-    folder_name,
     keyed,
     moment,
     remember_outcome,
     stamped,
+    task_class_of,
     text_of,
     tool_call,
     tool_result,
@@ -121,7 +122,8 @@ def read(value: Any, state: dict[str, Any], fallback: str, actions: ActionMap) -
     else:
         events = _system(obj)
     keyed(events, obj.get("uuid"))
-    return stamped(events, moment(obj), session, folder_name(obj.get("cwd")), parent)
+    cwd = obj.get("cwd") if isinstance(obj.get("cwd"), str) else None
+    return stamped(events, moment(obj), session, task_class_of(cwd), parent, cwd)
 
 
 def _session(obj: dict[str, Any]) -> tuple[str, str | None]:
