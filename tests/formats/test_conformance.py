@@ -24,11 +24,10 @@ import pytest
 from ledger.core.budget import Budget
 from ledger.ingest.ingester import ingest
 from ledger.ingest.options import Options
-from tests.helpers import FIXTURES, REAL_LOGS, ROOT
+from tests.helpers import FIXTURES, MORE_LOGS, REAL_LOGS, ROOT, real_log
 
 TABLE = json.loads((FIXTURES / "expected_sessions.json").read_text())
 NAMES = sorted(n for n in TABLE if not n.startswith("_"))
-MORE = ROOT.parent / "shared" / "fixtures" / "real-agent-logs"
 NO_CAPS = Budget(**dict.fromkeys(Budget.keys()))
 EDITS = ("Edit", "MultiEdit", "Write", "NotebookEdit", "apply_patch")
 #: Where the importers are known to differ from the hand count today, and why: each is an
@@ -41,15 +40,6 @@ KNOWN = {
 }
 
 
-def path_of(name: str) -> Path:
-    if not name.startswith("more/"):
-        return REAL_LOGS / name
-    path = MORE / name
-    if not path.exists():
-        pytest.skip(f"{name}: ../shared/fixtures/real-agent-logs/more/ is not beside the repo")
-    return path
-
-
 @pytest.fixture(scope="module")
 def count(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], dict[str, Any]]:
     """What the ledger makes of a file alone, ingested once for all the tests of this module."""
@@ -57,7 +47,7 @@ def count(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], dict[str,
 
     def of(name: str) -> dict[str, Any]:
         if name not in done:
-            done[name] = counted(path_of(name), tmp_path_factory.mktemp("conformance"))
+            done[name] = counted(real_log(name), tmp_path_factory.mktemp("conformance"))
         return done[name]
 
     return of
@@ -117,7 +107,7 @@ def test_an_edit_is_a_write_and_the_writes_are_the_write_steps(
 def test_the_table_is_the_hand_count_of_every_real_file() -> None:
     """The table is what the script prints now: no figure was edited by hand after it ran,
     and it covers every Claude Code and Codex file present."""
-    if not (MORE / "more").exists():
+    if not (MORE_LOGS / "more").exists():
         assert set(NAMES) >= {p.name for p in REAL_LOGS.glob("0[1-5]_*.jsonl")}
         pytest.skip("../shared/fixtures/real-agent-logs/more/ is not beside the repo")
     printed = subprocess.run(
