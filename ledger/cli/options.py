@@ -53,7 +53,8 @@ def budget_options(func: F) -> F:
     func = click.option(
         "--budget-file",
         type=click.Path(exists=True, dir_okay=False),
-        help="TOML file of budget keys (top level or under [budget]).",
+        help="TOML file of budget keys (top level or under [budget]); for ingest and replay, "
+        "its [task_classes] names task classes by folder glob.",
     )(func)
     func = click.option(
         "budget_pairs",
