@@ -15,6 +15,21 @@ ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_ledgers"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 REAL_LOGS = FIXTURES / "real-agent-logs"  # public Claude Code, Codex and Langfuse samples
+#: More public logs, beside the repository when it is there (as in CI); never copied into it.
+MORE_LOGS = ROOT.parent / "shared" / "fixtures" / "real-agent-logs"
+
+
+def real_log(name: str) -> Path:
+    """A real log by its name in the expected_*.json tables: a sample here, or ``more/...``
+    beside the repository (the test is skipped when that folder is not there)."""
+    import pytest
+
+    if not name.startswith("more/"):
+        return REAL_LOGS / name
+    path = MORE_LOGS / name
+    if not path.exists():
+        pytest.skip(f"{name}: ../shared/fixtures/real-agent-logs/more/ is not beside the repo")
+    return path
 
 
 def paused_env(seconds: float) -> dict[str, str]:

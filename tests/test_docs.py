@@ -302,19 +302,31 @@ def shown_output(readme: str, command: str) -> list[str]:
     return lines
 
 
-def test_the_tour_shows_what_the_commands_print(tmp_path: Path) -> None:
-    home = tmp_path / "home"
-    home_layout(home)
-    db = tmp_path / "ledger.db"
+def test_the_tour_shows_what_the_commands_print(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # the summary names the database as given: ledger.db
+    home_layout(Path("home"))
+    logs = ("home/.claude/projects", "home/.codex/sessions")
     readme = text(README)
-    ingest = run("ingest", str(db), str(home / ".claude/projects"), str(home / ".codex/sessions"))
+    ingest = run("ingest", "ledger.db", *logs)
     command = "agent-ledger ingest ledger.db ~/.claude/projects ~/.codex/sessions"
     shown = shown_output(readme, command)
     assert ingest.splitlines() == shown
-    paid = run("paid-path", str(db)).splitlines()
+    paid = run("paid-path", "ledger.db").splitlines()
     shown = shown_output(readme, "agent-ledger paid-path ledger.db")
     assert shown[0] == paid[0]
     for line in shown[1:]:  # an excerpt: every line shown is printed ("..." elides)
         assert line.strip() == "..." or line in paid, f"paid-path does not print {line!r}"
-    rerun = run("ingest", str(db), str(home / ".claude/projects"), str(home / ".codex/sessions"))
+    rerun = run("ingest", "ledger.db", *logs)
     assert "0 sessions updated" in rerun
+    # Step 4: the proposal, then every file folded again under it.
+    # The README shows stdout (`>` takes it too); the notes go to stderr.
+    proposal = CliRunner().invoke(cli, ["propose-budget", "ledger.db"], catch_exceptions=False)
+    Path("budget.toml").write_text(proposal.stdout)
+    measured = CliRunner().invoke(
+        cli, ["ingest", "ledger.db", *logs, "--budget-file", "budget.toml"], catch_exceptions=False
+    )
+    command = f"{command} --budget-file budget.toml"
+    assert measured.stdout.splitlines() == shown_output(readme, command)
+    assert measured.stderr.count("read again from the start") == 5

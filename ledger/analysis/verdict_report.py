@@ -6,13 +6,17 @@ import json
 from collections import defaultdict
 from typing import Any
 
+from ledger.analysis.budget_in_force import BudgetInForce, budget_lines
 from ledger.analysis.verdicts import MISMATCH, READY, STAY, Verdicts, count_noun
 
 STAY_SQL = "select task_class from task_classes where verdict = 'stay_on_paid_path'"
 
 
-def report_text(verdicts: Verdicts) -> str:
-    """``agent-ledger paid-path``'s readable report: per class, the verdict and its evidence."""
+def report_text(
+    verdicts: Verdicts, budgets: list[BudgetInForce] | None = None, db_path: str = "DB"
+) -> str:
+    """``agent-ledger paid-path``'s readable report: the budgets the sessions were folded
+    under (a replay stop is judged under them), then per class the verdict and its evidence."""
     settings = verdicts.settings
     classes = verdicts.classes
     staying = verdicts.staying
@@ -22,6 +26,7 @@ def report_text(verdicts: Verdicts) -> str:
         f"(tolerance: {count_noun(settings.tolerance, 'round')}, or steps; at least "
         f"{count_noun(settings.min_sessions, 'session')} with a recorded stop per class)",
     ]
+    lines += budget_lines(budgets or [], db_path)
     if not classes:
         lines.append("No sessions in the database: nothing can be judged ready.")
     for c in classes:
@@ -49,9 +54,9 @@ JSON_COLUMNS = (
 )
 
 
-def report_json(verdicts: Verdicts) -> dict[str, Any]:
-    """``agent-ledger paid-path --json``: the ``task_classes`` rows with their JSON decoded,
-    each with its parity mismatches spelled out."""
+def report_json(verdicts: Verdicts, budgets: list[BudgetInForce] | None = None) -> dict[str, Any]:
+    """``agent-ledger paid-path --json``: the budgets in force, and the ``task_classes`` rows
+    with their JSON decoded, each with its parity mismatches spelled out."""
     mismatches: dict[str, list[dict[str, str]]] = defaultdict(list)
     for p in verdicts.parity:
         if p["parity"] == MISMATCH:
@@ -71,6 +76,7 @@ def report_json(verdicts: Verdicts) -> dict[str, Any]:
             "tolerance": verdicts.settings.tolerance,
             "min_sessions": verdicts.settings.min_sessions,
         },
+        "budgets": [b.to_dict() for b in budgets or []],
         "ready": [c["task_class"] for c in classes if c["verdict"] == READY],
         STAY: verdicts.staying,
         "task_classes": classes,

@@ -12,11 +12,13 @@ from typing import Any
 
 import click
 
+from ledger.analysis.budget_in_force import budget_lines, of_budget
 from ledger.cli.options import (
     EXIT_STRICT,
     fold_options,
     table,
 )
+from ledger.core.budget import Budget
 from ledger.core.redact import redact_json
 from ledger.ingest.files import LedgerPathError
 from ledger.ingest.ingester import follow, ingest
@@ -102,9 +104,10 @@ def ingest_command(
     for notice in summary.notices:
         click.echo(f"note: {notice}", err=True)
     if as_json:
-        click.echo(json.dumps(summary.to_dict(), indent=2))
+        budget = {"budget": of_budget(options.budget).to_dict()}
+        click.echo(json.dumps({**summary.to_dict(), **budget}, indent=2))
     else:
-        click.echo(format_summary(summary, db_path))
+        click.echo(format_summary(summary, db_path, options.budget))
     if strict and (summary.errors or summary.skipped):
         sys.exit(EXIT_STRICT)
 
@@ -153,7 +156,9 @@ def _ingest_with_bar(db_path: str, paths: tuple[str, ...], options: Options) -> 
         return ingest(db_path, paths, options, progress=bar.update)
 
 
-def format_summary(summary: Summary, db_path: str) -> str:
+def format_summary(summary: Summary, db_path: str, budget: Budget) -> str:
+    """The readable summary; the budget in force is named wherever stops are counted (under
+    the seeds' placeholder, a stop says little: see ledger.analysis.budget_in_force)."""
     files = (
         f"{summary.files} files ({summary.new_files} new, {summary.updated_files} grown, "
         f"{summary.unchanged_files} unchanged)"
@@ -168,6 +173,7 @@ def format_summary(summary: Summary, db_path: str) -> str:
     if summary.stop_reasons:
         counted = ", ".join(f"{r} {n}" for r, n in sorted(summary.stop_reasons.items()))
         lines.append(f"stop reasons: {counted}")
+        lines.extend(budget_lines([of_budget(budget)], db_path))
     if summary.redactions:
         lines.append(f"{summary.redactions} secrets redacted")
     if summary.waiting:

@@ -16,11 +16,12 @@ from typing import Any, TypeVar
 import click
 
 from ledger.config.action_map import ActionMapError, default_action_map, load_action_map
-from ledger.config.budget_file import read_budget_file
+from ledger.config.budget_file import read_budget_file, read_task_classes
 from ledger.config.prices import PricesError, load_prices
 from ledger.config.vendor_map import load_vendor_map
 from ledger.core.budget import Budget, BudgetError
 from ledger.core.pricing import PriceBook
+from ledger.core.task_classes import TaskClasses
 from ledger.core.vendors import DEFAULT_VENDOR_MAP, VendorMapError
 from ledger.formats.detect import IMPORTED
 from ledger.formats.seed_dialects import DIALECTS
@@ -52,7 +53,8 @@ def budget_options(func: F) -> F:
     func = click.option(
         "--budget-file",
         type=click.Path(exists=True, dir_okay=False),
-        help="TOML file of budget keys (top level or under [budget]).",
+        help="TOML file of budget keys (top level or under [budget]); for ingest and replay, "
+        "its [task_classes] names task classes by folder glob.",
     )(func)
     func = click.option(
         "budget_pairs",
@@ -113,6 +115,7 @@ def make_options(
 ) -> Options:
     try:
         budget = Budget()
+        classes = read_task_classes(budget_file) if budget_file else TaskClasses()
         if budget_file:
             budget = Budget.from_mapping(read_budget_file(budget_file), budget)
         budget = Budget.from_assignments(budget_pairs, budget)
@@ -126,6 +129,7 @@ def make_options(
         vendor_map=mapping,
         prices=book,
         action_map=actions,
+        task_classes=classes,
         task_class=task_class,
         dialect=dialect,
         max_line=max_line_bytes,

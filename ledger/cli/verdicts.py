@@ -9,6 +9,7 @@ from collections import Counter
 
 import click
 
+from ledger.analysis.budget_in_force import BudgetInForce, in_force
 from ledger.analysis.verdict_report import report_json, report_text
 from ledger.analysis.verdicts import MATCH, MISMATCH, NO_RECORDED_STOP, SettingsError, Verdicts
 from ledger.cli.options import (
@@ -55,6 +56,20 @@ def _verdicts(
         finally:
             db.conn.close()
     except (sqlite3.DatabaseError, SettingsError) as exc:
+        raise click.ClickException(f"{db_path}: {exc}") from None
+
+
+def _budgets(db_path: str) -> list[BudgetInForce]:
+    """The budgets DB_PATH's sessions were folded under (read-only)."""
+    from ledger.db.stored import budgets, open_readonly
+
+    try:
+        conn = open_readonly(db_path)
+        try:
+            return in_force(budgets(conn))
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
         raise click.ClickException(f"{db_path}: {exc}") from None
 
 
@@ -133,10 +148,11 @@ def paid_path_command(
         agent-ledger paid-path ledger.db --fail-on-stay || echo "keep the paid key"
     """
     found = _verdicts(db_path, tolerance, min_sessions, write=False)
+    budgets = _budgets(db_path)
     if as_json:
-        click.echo(json.dumps(report_json(found), indent=2))
+        click.echo(json.dumps(report_json(found, budgets), indent=2))
     else:
-        click.echo(report_text(found))
+        click.echo(report_text(found, budgets, db_path))
     if fail_on_stay and (found.staying or not found.classes):
         sys.exit(EXIT_STAY)
 

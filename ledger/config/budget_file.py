@@ -1,4 +1,5 @@
-"""A budget file (TOML): budget keys at the top level or under ``[budget]``."""
+"""A budget file (TOML): budget keys at the top level or under ``[budget]``, and task class
+names for folders under ``[task_classes]`` (docs/budgets.md)."""
 
 from __future__ import annotations
 
@@ -7,15 +8,35 @@ from pathlib import Path
 from typing import Any
 
 from ledger.core.budget import BudgetError
+from ledger.core.task_classes import TaskClasses
+
+TASK_CLASSES = "task_classes"
+
+
+def _read(path: str | Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise BudgetError(f"{path}: not a valid TOML budget file: {exc}") from None
 
 
 def read_budget_file(path: str | Path) -> dict[str, Any]:
     """The budget keys of ``path``; BudgetError names the file for bad TOML or a bad table."""
-    try:
-        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise BudgetError(f"{path}: not a valid TOML budget file: {exc}") from None
-    table = data.get("budget", data)
+    data = _read(path)
+    table = data.get("budget", {k: v for k, v in data.items() if k != TASK_CLASSES})
     if not isinstance(table, dict):
         raise BudgetError(f"{path}: [budget] must be a table")
     return table
+
+
+def read_task_classes(path: str | Path) -> TaskClasses:
+    """The ``[task_classes]`` table of ``path`` (folder glob = name, in the file's order)."""
+    table = _read(path).get(TASK_CLASSES, {})
+    if not isinstance(table, dict):
+        raise BudgetError(f"{path}: [{TASK_CLASSES}] must be a table of \"folder glob\" = \"name\"")
+    for glob, name in table.items():
+        if not isinstance(name, str) or not name.strip():
+            raise BudgetError(
+                f"{path}: [{TASK_CLASSES}] {glob!r}: the task class must be a non-empty string"
+            )
+    return TaskClasses(tuple(table.items()))

@@ -19,6 +19,7 @@ from ledger.core.budget import GATE, LOOP, Budget, Machine, State
 from ledger.core.events import METERS, TOKEN_METERS, Event, meters_of
 from ledger.core.pricing import PriceBook, price_event
 from ledger.core.reasons import CONTINUE, StopReason
+from ledger.core.task_classes import TaskClasses
 from ledger.core.vendors import classify
 from ledger.formats.seed_dialects import DIALECTS, TRACE
 from ledger.formats.seed_dialects import GATE as GATE_DIALECT
@@ -205,8 +206,10 @@ class Fold:
         redact: Redactor,
         prices: PriceBook | None = None,
         actions: ActionMap | None = None,
+        task_classes: TaskClasses | None = None,
     ) -> None:
         self.budget = budget
+        self.task_classes = task_classes or TaskClasses()  # the budget file's folder rules
         self.prices = prices  # prices a round that gives its model and tokens but no cost
         self.vendor_map = vendor_map
         self.redact = redact

@@ -138,6 +138,11 @@ def open_readonly(path: str) -> sqlite3.Connection:
     return conn
 
 
+def budgets(conn: sqlite3.Connection) -> list[tuple[str | None, int]]:
+    """Each budget stored sessions were folded under (``sessions.budget``), with its count."""
+    return conn.execute("SELECT budget, count(*) FROM sessions GROUP BY budget").fetchall()
+
+
 def task_classes(conn: sqlite3.Connection, where: str | None = None) -> list[str]:
     """The task classes of the stored sessions (those matching the fixed condition ``where``)."""
     sql = "SELECT DISTINCT task_class FROM sessions"

@@ -27,12 +27,12 @@ program's name, never the input.
 from __future__ import annotations
 
 import functools
-import re
 from typing import Any
 
 from ledger.core.actions import RETRY, ActionMap, classify
 from ledger.core.events import ROUND, Event, observation_hash
 from ledger.core.redact import drop_cut_token, redact
+from ledger.core.task_classes import repo_name
 from ledger.formats.seed_dialects import Record, RecordError, parse_ts
 
 ERROR_EXCERPT = 200
@@ -67,12 +67,16 @@ def moment(obj: dict[str, Any], key: str = "timestamp") -> tuple[str | None, flo
 
 def stamped(
     events: list[Event], when: tuple[str | None, float | None], session: str,
-    task_class: str | None, parent: str | None,
+    task_class: str | None, parent: str | None, folder: str | None = None,
 ) -> list[Record]:
-    """The events one record yields, with its timestamp and its session."""
+    """The events one record yields, with its timestamp, its session and its task class (and
+    the working folder it was chosen from, for the budget file's ``[task_classes]``)."""
     for event in events:
         event.ts, event.at = when
-    return [Record(e, session=session, task_class=task_class, parent=parent) for e in events]
+    return [
+        Record(e, session=session, task_class=task_class, parent=parent, folder=folder)
+        for e in events
+    ]
 
 
 def keyed(events: list[Event], identity: Any) -> None:
@@ -164,19 +168,20 @@ def text_of(content: Any) -> str:
     return "" if content is None else repr(content)
 
 
-def folder_name(path: Any) -> str | None:
-    """The last part of a working directory (POSIX or Windows), as a default task class."""
-    return _last_part(path) if isinstance(path, str) else None
+def task_class_of(folder: Any, repository_url: Any = None) -> str | None:
+    """The default task class of a session: the repository its log names (see
+    :func:`ledger.core.task_classes.repo_name`), redacted."""
+    url = repository_url if isinstance(repository_url, str) else None
+    return _repo(folder if isinstance(folder, str) else None, url)
 
 
 @functools.lru_cache(maxsize=256)  # every line of a session repeats its cwd
-def _last_part(path: str) -> str | None:
+def _repo(folder: str | None, url: str | None) -> str | None:
     # Redacted whole first: a secret in a path (a URL, a connection string) is recognised by
     # its context, which its last part alone no longer has.
-    return _SEPARATORS.split(redact(path)[0].rstrip("\\/"))[-1] or None
-
-
-_SEPARATORS = re.compile(r"[\\/]")
+    return repo_name(
+        None if folder is None else redact(folder)[0], None if url is None else redact(url)[0]
+    )
 
 
 def bounded(mapping: dict[str, Any], limit: int) -> None:

@@ -40,7 +40,8 @@ What a record becomes (the README's mapping table says the same for users):
   line joins the sub-agent of the line it follows (``parentUuid``), so sub-agents running side
   by side stay apart. A sidechain line whose parent was not read (a transcript cut in the
   middle of a sub-agent) goes to ``<sessionId>:sidechain``.
-* The task class is the project folder name (the last part of ``cwd``).
+* The task class is the repository ``cwd`` names (:func:`ledger.core.task_classes.repo_name`:
+  worktrees resolved to their repository, temporary folders ``tmp``).
 * Each line's ``uuid`` is its record key: a copy of the line (a snapshot of the transcript,
   the history a resumed or forked session copies with its original ``sessionId``) is folded
   once per session (see ledger/ingest/source.py).
@@ -63,11 +64,11 @@ from ledger.formats.agent_records import (
     bounded,
     digest,
     excerpt,
-    folder_name,
     keyed,
     moment,
     remember_outcome,
     stamped,
+    task_class_of,
     text_of,
     tool_call,
     tool_result,
@@ -132,7 +133,8 @@ def read(value: Any, state: dict[str, Any], fallback: str, actions: ActionMap) -
     else:
         events = _system(obj)
     keyed(events, obj.get("uuid"))
-    return stamped(events, moment(obj), session, folder_name(obj.get("cwd")), parent)
+    cwd = obj.get("cwd") if isinstance(obj.get("cwd"), str) else None
+    return stamped(events, moment(obj), session, task_class_of(cwd), parent, cwd)
 
 
 def _reader(state: dict[str, Any], session: str) -> dict[str, Any]:

@@ -36,12 +36,13 @@ mapping table says the same for users):
   ``budget_limited``: ``max_cost``). A rollout without them records no stop.
 * An ``error`` event is a failed model call: a ``retry`` of the tool ``api``.
 * The session id is ``session_meta.id``; a sub-agent's rollout links to its parent thread. The
-  task class is the last part of the session's ``cwd``.
+  task class is the repository its ``git.repository_url`` names, else its ``cwd`` does
+  (:func:`ledger.core.task_classes.repo_name`).
 
-Reader state: the session, its task class and parent, the model of the turn, whether a round
-is open, the token totals counted so far (and whether any was read), the records read (for
-their keys), whether a turn is open, the open tool calls, the calls whose status was already
-counted and the calls that failed (all bounded).
+Reader state: the session, its task class, working folder and parent, the model of the turn,
+whether a round is open, the token totals counted so far (and whether any was read), the
+records read (for their keys), whether a turn is open, the open tool calls, the calls whose
+status was already counted and the calls that failed (all bounded).
 """
 
 from __future__ import annotations
@@ -61,11 +62,11 @@ from ledger.formats.agent_records import (
     bounded,
     digest,
     excerpt,
-    folder_name,
     keyed,
     moment,
     remember_outcome,
     stamped,
+    task_class_of,
     text_of,
     tool_call,
     tool_result,
@@ -115,7 +116,8 @@ def read(value: Any, state: dict[str, Any], fallback: str, actions: ActionMap) -
         raise UnknownRecord(str(kind))
     payload = as_object(obj.get("payload"), "field 'payload'")
     if not state:
-        state.update(session=None, task_class=None, parent=None, model=None, open=False,
+        state.update(session=None, task_class=None, folder=None, parent=None, model=None,
+                     open=False,
                      totals={}, turn=False, calls={}, settled={}, records=0)
     state["records"] += 1
     if kind == "session_meta":
@@ -123,7 +125,8 @@ def read(value: Any, state: dict[str, Any], fallback: str, actions: ActionMap) -
         return []
     if kind == "turn_context":
         state["model"] = payload.get("model") if isinstance(payload.get("model"), str) else None
-        state["task_class"] = state["task_class"] or folder_name(payload.get("cwd"))
+        if state["task_class"] is None:
+            _folder(payload, state)
         return []
     if kind == "compacted":
         return []
@@ -133,7 +136,18 @@ def read(value: Any, state: dict[str, Any], fallback: str, actions: ActionMap) -
     if events:  # a rollout's lines have no id: a line is known by its place and its digest
         keyed(events, f"{state['records']}-{hashlib.sha256(_encode(obj)).hexdigest()[:12]}")
     session = state["session"] or fallback
-    return stamped(events, moment(obj), session, state["task_class"], state["parent"])
+    return stamped(
+        events, moment(obj), session, state["task_class"], state["parent"], state.get("folder")
+    )
+
+
+def _folder(payload: dict[str, Any], state: dict[str, Any]) -> None:
+    """The session's working folder and task class: the repository its ``git`` names, else its
+    ``cwd`` (see :func:`ledger.core.task_classes.repo_name`)."""
+    cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
+    git = payload.get("git") if isinstance(payload.get("git"), dict) else {}
+    state["folder"] = cwd
+    state["task_class"] = task_class_of(cwd, git.get("repository_url"))
 
 
 def _meta(payload: dict[str, Any], state: dict[str, Any]) -> None:
@@ -141,7 +155,7 @@ def _meta(payload: dict[str, Any], state: dict[str, Any]) -> None:
     found = payload.get("id") if isinstance(payload.get("id"), str) else None
     if state["session"] is None:
         state["session"] = found
-        state["task_class"] = folder_name(payload.get("cwd"))
+        _folder(payload, state)
         state["parent"] = _parent(payload)
     elif found and found != state["session"] and state["parent"] is None:
         state["parent"] = found

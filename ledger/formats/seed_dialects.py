@@ -51,6 +51,9 @@ class Record(msgspec.Struct, gc=False):
     task_class: str | None = None
     step: int | None = None
     parent: str | None = None  # the parent session of a sub-agent's session
+    #: The working folder the importer chose ``task_class`` from (matched against the budget
+    #: file's ``[task_classes]`` globs; never stored).
+    folder: str | None = None
 
 
 def _reject_constant(name: str) -> Any:

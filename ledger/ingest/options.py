@@ -16,6 +16,7 @@ from ledger.core.budget import Budget
 from ledger.core.fold import Fold
 from ledger.core.pricing import PriceBook
 from ledger.core.redact import redact
+from ledger.core.task_classes import TaskClasses
 from ledger.core.vendors import DEFAULT_VENDOR_MAP
 from ledger.ingest.files import DEFAULT_MAX_LINE, sha
 
@@ -26,7 +27,8 @@ from ledger.ingest.files import DEFAULT_MAX_LINE, sha
 #: keys (copies of a record folded once), a last line without its newline read. 7: old-format
 #: inline sub-agents are sessions of their own, a rejection with feedback is not a cancel, TOOL
 #: observations are tool calls, Codex rounds without token counts, plain-text exit codes.
-FOLD_VERSION = "7"
+#: 8: task classes from the repository a log names (and [task_classes] in the budget file).
+FOLD_VERSION = "8"
 DEFAULT_BATCH = 20_000
 DEFAULT_INTERVAL = 1.0  # seconds between two passes of --follow
 #: New files hold at least this much before workers are started for them: under about 2 MB,
@@ -48,6 +50,8 @@ class Options:
     parallel_min_bytes: int = PARALLEL_MIN_BYTES
     #: Prices rounds that give a model and tokens but no cost (see ledger.core.pricing).
     prices: PriceBook = field(default_factory=library_book)
+    #: The budget file's ``[task_classes]``: folder globs to task class names.
+    task_classes: TaskClasses = field(default_factory=TaskClasses)
 
     @property
     def fold_digest(self) -> str:
@@ -58,11 +62,14 @@ class Options:
             "vendor_map": dict(sorted(self.vendor_map.items())),
             "prices": self.prices.digest,
             "action_map": self.action_map.digest,
+            "task_classes": self.task_classes.digest,
         }
         return sha(json.dumps(settings, sort_keys=True).encode())[:16]
 
     def make_fold(self) -> Fold:
-        return Fold(self.budget, self.vendor_map, redact, self.prices, self.action_map)
+        return Fold(
+            self.budget, self.vendor_map, redact, self.prices, self.action_map, self.task_classes
+        )
 
 
 @dataclass
@@ -120,6 +127,13 @@ Progress = Callable[[int], None]
 
 
 def task_class_for(path: Path, options: Options) -> str:
-    """``--task-class`` if given, else the ledger file's parent folder name (of the folder's
-    path redacted whole: a secret's context may lie outside the name)."""
-    return options.task_class or Path(redact(str(path.resolve().parent))[0]).name
+    """``--task-class`` if given, else the budget file's ``[task_classes]`` name of the ledger
+    file's folder, else that folder's name (of its path redacted whole: a secret's context may
+    lie outside the name). A log that names its own folder (the agent logs' ``cwd``) has its
+    sessions classed by that instead (:meth:`ledger.ingest.source.SourceFold`)."""
+    folder = path.resolve().parent
+    return (
+        options.task_class
+        or options.task_classes.name_for(str(folder))
+        or Path(redact(str(folder))[0]).name
+    )

@@ -272,7 +272,8 @@ class SourceFold:
                 )
             return self._join(session_id, owner)
         parent = None if record.parent is None else self._cut(record.parent)
-        task_class = None if record.task_class is None else self._cut(record.task_class)
+        named = self._class_of(record)
+        task_class = None if named is None else self._cut(named)
         session = self._open(session_id, task_class, parent=parent)
         if session_id != record.session and session.state.events == 0:
             self._note_cut(line, "session id", record.session)
@@ -325,12 +326,16 @@ class SourceFold:
             self.cursor.duplicates += 1
             return
         if record.task_class and session.state.events == 0:
-            session.task_class = self._task_class(line, record.task_class)
+            session.task_class = self._task_class(line, self._class_of(record) or record.task_class)
         row, closed = self.fold.step(session, record.event, line, offset)
         self.out.steps.append(row)
         if closed:
             self.out.incidents.extend(closed)
         self.touched.add(session.session_id)
+
+    def _class_of(self, record: Record) -> str | None:
+        """The budget file's name for the record's working folder, else the importer's class."""
+        return self.fold.task_classes.name_for(record.folder) or record.task_class
 
     def _task_class(self, line: int | None, text: str) -> str:
         """A task class within :data:`ID_MAX` characters, with a note if it was cut."""

@@ -14,12 +14,14 @@ import json
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from datasette.utils import tilde_decode, tilde_encode
 from datasette.utils.asgi import BadRequest, NotFound, Request, Response
 
+from ledger.analysis.budget_in_force import NEXT_STEP, in_force
 from ledger.core.actions import TOOL_VALUES, action_map_entry
 from ledger.core.reasons import DECISIONS, StopReason
 from ledger.core.vendors import VendorMapError, vendor_map_entry
@@ -209,7 +211,7 @@ async def overview_data(ctx: Context) -> dict[str, Any]:
     # Independent reads: Datasette runs them on its pool of read connections at once.
     (
         by_class, by_day, budget, verdicts, computed, storms, stuck, vendors,
-        storm_count, stuck_count, vendor_count, tool_count,
+        storm_count, stuck_count, vendor_count, tool_count, stored_budgets,
     ) = await asyncio.gather(
         queries.by_class_and_reason(db, src, filters),
         queries.by_day_and_reason(db, src, filters),
@@ -223,8 +225,10 @@ async def overview_data(ctx: Context) -> dict[str, Any]:
         queries.count_incidents(db, "no_progress", filters, 2),
         queries.count_unknown_keys(db, queries.UNKNOWN_VENDOR, filters),
         queries.count_unknown_keys(db, queries.UNCLASSIFIED_TOOL, filters),
+        queries.budgets(db, filters),
     )
     classes, totals = class_rows(by_class)
+    budgets = in_force(stored_budgets)
     return {
         "database": ctx.database,
         "filters": filters.active(),
@@ -233,6 +237,11 @@ async def overview_data(ctx: Context) -> dict[str, Any]:
         "task_classes": classes,
         "over_time": period_rows(by_day),
         "budget_at_stop": budget_rows_by_counter(budget),
+        "budgets": {
+            "rows": [b.to_dict() for b in budgets],
+            "placeholder": any(b.placeholder for b in budgets),
+            "next_step": NEXT_STEP.format(db=PurePath(ctx.db.path or f"{ctx.database}.db").name),
+        },
         "paid_path": {
             "from": "computed" if verdicts is None else "task_classes",
             "rows": computed if verdicts is None else [verdict_row(r) for r in verdicts],

@@ -229,6 +229,17 @@ async def incidents(
     return Page(found, kind.token(found[-1]) if more and found else None)
 
 
+async def budgets(db: Database, filters: Filters) -> list[tuple[str | None, int]]:
+    """The budgets the sessions the filters pick were folded under, with their counts."""
+    found = await rows(
+        db,
+        "select s.budget, count(*) as n from sessions s "
+        f"where 1{filters.session_where()} group by s.budget",
+        filters.params(),
+    )
+    return [(r["budget"], r["n"]) for r in found]
+
+
 async def count_incidents(db: Database, kind: str, filters: Filters, min_length: int) -> int:
     found = await rows(
         db,

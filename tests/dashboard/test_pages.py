@@ -13,6 +13,7 @@ import pytest
 from datasette.app import Datasette
 from datasette.utils import tilde_encode
 
+from ledger.core.budget import Budget
 from ledger.ingest.ingester import ingest
 from ledger.views.serve import merge, metadata_for
 from tests import dashboard_data as data
@@ -68,7 +69,7 @@ async def test_every_page_renders_with_its_tabs_and_json_link(ds: Datasette, pag
     ("page", "keys"),
     [
         ("overview", {"totals", "task_classes", "over_time", "budget_at_stop", "paid_path",
-                      "retry_storms", "no_progress", "unknown_vendors"}),
+                      "retry_storms", "no_progress", "unknown_vendors", "budgets"}),
         ("retry-storms", {"threshold", "count", "rows", "next", "by_day"}),
         ("no-progress", {"min_length", "count", "rows", "next"}),
         ("unknown-vendors", {"count", "rows", "vendor_map", "next", "unclassified_tools"}),
@@ -149,6 +150,27 @@ async def test_overview_shows_the_task_classes_verdicts(ds: Datasette) -> None:
     assert [r["task_class"] for r in docs["paid_path"]["rows"]] == ["docs"]
     body = (await get(ds, "/ledger/-/overview")).text
     assert '<span class="ledger-tag ledger-tag-reason">no terminal signal</span>' in body
+
+
+@pytest.mark.asyncio
+async def test_the_overview_names_the_budget_in_force(db_path: Path, tmp_path: Path) -> None:
+    found = (await get_json(datasette(db_path), "/ledger/-/overview.json"))["budgets"]
+    stored = rows(db_path, "select budget, count(*) as n from sessions group by budget")
+    assert sum(b["sessions"] for b in found["rows"]) == sum(r["n"] for r in stored)
+    body = (await get(datasette(db_path), "/ledger/-/overview")).text
+    for b in found["rows"]:
+        assert html.escape(b["caps"]) in body
+    # The same sessions, as if folded under the seeds' placeholder: said, with the next step.
+    copy = tmp_path / "ledger.db"
+    copy.write_bytes(db_path.read_bytes())
+    with sqlite3.connect(copy) as conn:
+        conn.execute("update sessions set budget = ?", (Budget().to_json(),))
+    placeholder = (await get_json(datasette(copy), "/ledger/-/overview.json"))["budgets"]
+    assert placeholder["placeholder"] is True and len(placeholder["rows"]) == 1
+    body = (await get(datasette(copy), "/ledger/-/overview")).text
+    assert "the seeds' placeholder, not measured for this work" in body
+    assert "To measure one: <code>agent-ledger propose-budget ledger.db &gt; budget.toml" in body
+    assert "--budget-file budget.toml" in body and "% of sessions, under the seeds'" in body
 
 
 @pytest.mark.asyncio

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from ledger.cli import cli
-from ledger.formats.agent_records import excerpt, folder_name, whole
+from ledger.formats.agent_records import excerpt, task_class_of, whole
 from ledger.formats.detect import detect_any
 from ledger.ingest.files import sniff
 from ledger.ingest.ingester import ingest
@@ -239,6 +239,6 @@ def test_detection(value: Any, expected: str | None) -> None:
 
 def test_helpers() -> None:
     assert [whole(v) for v in (3, "20", -1, True, "x", None)] == [3, 20, None, None, None, None]
-    assert folder_name("/home/u/shop/") == "shop" and folder_name("C:\\src\\api") == "api"
+    assert task_class_of("/home/u/shop/") == "shop" and task_class_of("C:\\src\\api") == "api"
     assert excerpt("\n  Error: boom  \nstack") == "Error: boom" and len(excerpt("ab " * 999)) == 200
     assert excerpt("x" * 999) == ""  # one token longer than the window looked at: dropped whole

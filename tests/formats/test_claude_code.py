@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 
 from ledger.core.reasons import StopReason
-from tests.formats.more_logs import more_log
-from tests.helpers import REAL_LOGS, rows
+from tests.helpers import REAL_LOGS, real_log, rows
 from tests.helpers import session_row as session
 from tests.helpers import step_rows as steps
 
@@ -302,7 +301,7 @@ def test_each_inline_sub_agent_is_its_own_session(fold) -> None:
 def test_real_old_format_sub_agents_are_split(fold, name: str, rounds: list[int]) -> None:
     # Counted by hand: each sidechain line with parentUuid null starts a sub-agent (5, 4, 2);
     # its rounds are the distinct message ids of the assistant lines of its chain.
-    db = fold(more_log("claude-code", name))
+    db = fold(real_log("more/claude-code/" + name))
     got = rows(db, "select rounds from sessions where parent_session_id is not null "
                    "order by rounds")
     assert [r["rounds"] for r in got] == rounds

@@ -10,8 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.formats.more_logs import more_log
-from tests.helpers import REAL_LOGS, ROOT, rows
+from tests.helpers import REAL_LOGS, ROOT, real_log, rows
 from tests.helpers import session_row as session
 from tests.helpers import step_rows as steps
 
@@ -115,7 +114,7 @@ def test_the_real_rollout_without_token_counts(fold) -> None:
     # more/codex cx_codemie (0.128, no token_count, no exec_command_end), counted by hand:
     # 20 runs of model output items between tool outputs and prompts, 38 function calls, and
     # one plain-text "Process exited with code 1" among 34 exits with code 0.
-    db = fold(more_log("codex", "cx_codemie__rollout-2026-05-11T13-28-45-019e1695-0522-7c83-"
+    db = fold(real_log("more/codex/" + "cx_codemie__rollout-2026-05-11T13-28-45-019e1695-0522-7c83-"
                                 "8b39-0dd379793f80.jsonl"))
     got = session(db, "019e1695-0522-7c83-8b39-0dd379793f80")
     assert (got["rounds"], got["tool_calls"], got["tool_errors"]) == (20, 38, 1)

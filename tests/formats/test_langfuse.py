@@ -12,8 +12,7 @@ import pytest
 
 from ledger.ingest.ingester import ingest
 from ledger.ingest.options import Options
-from tests.formats.more_logs import more_log
-from tests.helpers import REAL_LOGS, rows
+from tests.helpers import REAL_LOGS, real_log, rows
 
 EXPORT = REAL_LOGS / "06_langfuse_export_claude_agent_sdk_via_otel_2025-12-22.trace.json"
 TRACE_ID = "097f1d8982fa909b8cffb14a166ec272"
@@ -118,7 +117,7 @@ def test_a_tool_is_named_by_its_otel_attribute(fold, export) -> None:
 ])
 def test_real_tool_observations_are_tool_calls(fold, name: str, tool_calls: int, tools) -> None:
     # Counted by hand: the TOOL observations of each export (no generation names its calls).
-    db = fold(json.loads(more_log("other", name).read_text()))
+    db = fold(json.loads(real_log("more/other/" + name).read_text()))
     assert session(db)["tool_calls"] == tool_calls
     called = [r["tool"] for r in steps(db) if r["action"] in ("think", "read", "write")]
     assert sorted(called) == sorted(tools)

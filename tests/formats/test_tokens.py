@@ -17,18 +17,10 @@ from typing import Any
 import pytest
 
 from ledger.ingest.replay import replay
-from tests.formats.more_logs import MORE, more_log
-from tests.helpers import FIXTURES, REAL_LOGS
+from tests.helpers import FIXTURES, MORE_LOGS, REAL_LOGS, real_log
 
 TABLE = json.loads((FIXTURES / "expected_tokens.json").read_text())
 COUNTS = ("input_tokens", "output_tokens", "cache_creation_tokens", "cache_read_tokens")
-
-
-def path_of(name: str) -> Path:
-    if not name.startswith("more/"):
-        return REAL_LOGS / name
-    kind, file = name.removeprefix("more/").split("/", 1)
-    return more_log(kind, file)
 
 
 def totals(path: Path) -> dict[str, Any]:
@@ -46,7 +38,7 @@ def totals(path: Path) -> dict[str, Any]:
 @pytest.mark.parametrize("name", sorted(TABLE["claude_code"]))
 def test_claude_code_tokens_are_the_counts_taken_from_the_raw_json(name: str) -> None:
     want = TABLE["claude_code"][name]
-    got = totals(path_of(name))
+    got = totals(real_log(name))
     for key in ("rounds", "tool_calls", *COUNTS):
         # (a log whose usage has no cache fields, as Bedrock's, stores NULL: counted as 0)
         assert got.get(key, 0) == want[key], key
@@ -63,7 +55,7 @@ def test_claude_code_tokens_are_ccusages_except_where_ccusage_is_known_to_miscou
     keeps the first, partial one, its issue 901)."""
     want = TABLE["claude_code"][name]
     theirs, why = want["ccusage"], want.get("ccusage_differs", "")
-    got = totals(path_of(name))
+    got = totals(real_log(name))
     for key in COUNTS:
         known = "issue 976" in why or (key == "output_tokens" and "issue 901" in why)
         if not known:
@@ -75,7 +67,7 @@ def test_claude_code_tokens_are_ccusages_except_where_ccusage_is_known_to_miscou
 @pytest.mark.parametrize("name", sorted(TABLE["codex"]))
 def test_codex_tokens_add_up_to_the_last_cumulative_token_count(name: str) -> None:
     last = TABLE["codex"][name]["last_total_token_usage"]
-    got = totals(path_of(name))
+    got = totals(real_log(name))
     if last is None:  # a rollout without token_count lines carries no token meter
         assert [got.get(k) for k in COUNTS if k != "output_tokens"] == [None, None, None]
         return
@@ -89,7 +81,7 @@ def test_codex_tokens_add_up_to_the_last_cumulative_token_count(name: str) -> No
 def test_the_table_covers_every_real_claude_code_and_codex_file() -> None:
     mine = {p.name for p in REAL_LOGS.glob("0*.jsonl")}
     assert mine == {n for n in (*TABLE["claude_code"], *TABLE["codex"]) if "/" not in n}
-    if (MORE / "more").exists():
+    if (MORE_LOGS / "more").exists():
         more = {f"more/{p.parent.name}/{p.name}" for kind in ("claude-code", "codex")
-                for p in (MORE / "more" / kind).glob("*.jsonl")}
+                for p in (MORE_LOGS / "more" / kind).glob("*.jsonl")}
         assert more == {n for n in (*TABLE["claude_code"], *TABLE["codex"]) if "/" in n}

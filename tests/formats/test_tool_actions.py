@@ -19,13 +19,13 @@ from ledger.ingest.ingester import ingest
 from ledger.ingest.options import Options
 from tests.formats.test_claude_code import assistant, result, tool_use
 from tests.formats.test_codex import call, meta, output, wrapped
-from tests.helpers import REAL_LOGS, ROOT, dump, rows
+from tests.helpers import MORE_LOGS, REAL_LOGS, dump, rows
 from tests.helpers import session_row as session
 
 ACTIONS = ("think", "read", "write", "retry")
 TAIL = REAL_LOGS / "03_claude_code_main_session_tail_lines1781-1863_v2.1.39.jsonl"
 TAIL_ID = "258c7280-ae70-4798-800f-63464d01a85d"
-MORE = ROOT.parent / "shared" / "fixtures" / "real-agent-logs" / "more"
+MORE = MORE_LOGS / "more"
 #: Only writes count: every other cap off.
 WRITES_ONLY = {k: None for k in Budget.keys() if k != "max_writes"}
 
