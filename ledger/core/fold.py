@@ -16,7 +16,7 @@ import msgspec
 
 from ledger.core.actions import ActionMap
 from ledger.core.budget import GATE, LOOP, Budget, Machine, State
-from ledger.core.events import METERS, TOKEN_METERS, Event, meters_of
+from ledger.core.events import METERS, ROUND, TOKEN_METERS, Event, meters_of
 from ledger.core.pricing import PriceBook, price_event
 from ledger.core.reasons import CONTINUE, StopReason
 from ledger.core.vendors import classify
@@ -52,7 +52,7 @@ STEP_COLUMNS = (
     "consecutive_errors", "total_writes", "stop_reason", "after_stop", "source_id",
     "source_line", "source_offset", "same_round",
     "input_tokens", "cache_creation_tokens", "cache_read_tokens", "reasoning_tokens", "model",
-    "record_key",
+    "record_key", "cost_usd", "total_cost_usd",
 )
 StepRow = tuple[Any, ...]
 
@@ -81,6 +81,10 @@ class Run(msgspec.Struct, gc=False):
     output_tokens: int = 0
     tool_calls: int = 0
     blocked: bool = False
+    #: The session's spend before the run's first event, and what the run's span has spent
+    #: since (its first event to its last, with the rounds between them).
+    cost_base: float = 0.0
+    cost: float = 0.0
 
 
 @dataclass
@@ -368,6 +372,8 @@ class Fold:
             event.reasoning_tokens,
             model,
             event.key,
+            event.cost,
+            state.cost if "cost" in session.meters else None,
         )
         return row, incidents
 
@@ -388,10 +394,11 @@ class Fold:
             run = session.retry
             if run is not None and run.key == key and run.end == idx - 1:
                 run.end, run.length, run.ended_at = idx, run.length + 1, event.ts
+                _spent(run, session.state)
             else:
                 if run is not None and run.length >= INCIDENT_LENGTH:
                     closed.append(_incident(session, RETRY_STORM, run))
-                run = session.retry = Run(key, idx, idx, 1, detail, event.ts, event.ts)
+                run = session.retry = _opened(key, detail, event, session.state)
             run.blocked = run.blocked or reason is StopReason.RETRY_NEAR_CEILING
         elif session.retry is not None:
             if session.retry.length >= INCIDENT_LENGTH:
@@ -403,6 +410,7 @@ class Fold:
             run = session.repeat
             if run is not None and state.observation_repeats > 1:
                 run.end, run.length, run.ended_at = idx, state.observation_repeats, event.ts
+                _spent(run, state)
                 run.output_tokens += event.output_tokens or 0
                 run.tool_calls += event.tool_calls or 0
                 if run.detail is None:
@@ -412,10 +420,22 @@ class Fold:
             else:
                 if run is not None and run.length >= INCIDENT_LENGTH:
                     closed.append(_incident(session, NO_PROGRESS, run))
-                session.repeat = Run(
-                    state.last_observation_hash or "", idx, idx, 1, None, event.ts, event.ts
-                )
+                session.repeat = _opened(state.last_observation_hash or "", None, event, state)
         return closed
+
+
+def _opened(key: str, detail: str | None, event: Event, state: State) -> Run:
+    """A run starting at ``event`` (already applied to ``state``): its spend so far is the
+    event's own cost, if it is a round that carried one."""
+    own = event.cost if event.action == ROUND and event.cost is not None else 0.0
+    idx = state.events
+    return Run(key, idx, idx, 1, detail, event.ts, event.ts,
+               cost_base=round(state.cost - own, 12), cost=own)
+
+
+def _spent(run: Run, state: State) -> None:
+    """The run's span now ends at the event just applied: what it has spent so far."""
+    run.cost = round(state.cost - run.cost_base, 12)
 
 
 def _add_tokens(session: Session, event: Event) -> None:
@@ -452,6 +472,7 @@ def _incident(session: Session, kind: str, run: Run) -> dict[str, Any]:
         "output_tokens": run.output_tokens,
         "tool_calls": run.tool_calls,
         "blocked": int(run.blocked),
+        "cost_usd": run.cost if "cost" in session.meters else None,
         "task_class": session.task_class,
         "started_at": run.started_at,
         "ended_at": run.ended_at,

@@ -1,0 +1,16 @@
+"""Money for reading: amounts are kept exact (JSON, the tables) and rounded only when shown."""
+
+from __future__ import annotations
+
+CURRENCY = "USD"  # the currency every price and cost is in (see docs/cost.md)
+
+
+def usd(amount: float) -> str:
+    """US dollars for reading: to the cent from a dollar up, to four places under it (a round
+    of a small model costs a fraction of a cent), and ``<$0.0001`` for a spend too small to
+    show, so that no spend reads as nothing."""
+    if amount == 0 or abs(amount) >= 1:
+        return f"${amount:,.2f}"
+    if abs(amount) < 0.00005:
+        return "<$0.0001" if amount > 0 else "-<$0.0001"
+    return f"${amount:.4f}"
