@@ -34,7 +34,14 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ledger.analysis.whatif import (
-    CHANGES, COMPLETE, UNCHANGED, Replayer, Report, Verdict, evaluate, saved_line,
+    CHANGES,
+    COMPLETE,
+    UNCHANGED,
+    Replayer,
+    Report,
+    Verdict,
+    evaluate,
+    saved_line,
 )
 from ledger.core.budget import GATE, LOOP, Budget, State, apply
 from ledger.core.events import Event, meters_of

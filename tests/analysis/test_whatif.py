@@ -260,7 +260,7 @@ def test_cli_prices_stored_rounds_with_a_prices_file(tmp_path: Path) -> None:
         "reason": "max_cost", "at": 2, "detail": "cost $1.0000 >= $1"}
     assert (data["cost_usd"], data["saved_usd"]) == (2.0, 1.0)
     text = invoke("what-if", db, "-b", "max_cost=1").output
-    assert "spent $2.00; stopped where this budget stops them, they would have saved $1.00 (50%)" in text
+    assert "they would have saved $1.00 (50%)" in text
     prices.write_text('[models."acme"]\ninput = -1\noutput = 2\n')
     bad = invoke("what-if", db, "-b", "max_cost=1", "--prices", prices)
     assert bad.exit_code == 1
