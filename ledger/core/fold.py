@@ -121,6 +121,8 @@ class Session:
     #: are in several files), and the keys of its last records (see ledger/ingest/source.py).
     sources: list[str] = field(default_factory=list)
     recent: dict[str, int] = field(default_factory=dict)  # insertion-ordered, oldest first
+    #: The model of the round now open: its continuations are priced at it.
+    round_model: str | None = None
 
     def row(self) -> dict[str, Any]:
         """The ``sessions`` row as it stands now."""
@@ -272,8 +274,11 @@ class Fold:
             if session.t0 is None:
                 session.t0 = event.at
             event.elapsed_s = round(event.at - session.t0, 3)
-        if self.prices is not None and (event.model is not None or event.cost is not None):
-            price_event(event, self.prices, state)
+        model = event.model  # as logged (a continuation of a round names none)
+        if event.action == ROUND and not event.same_round:
+            session.round_model = model
+        if self.prices is not None:
+            self._price(session, event)
         if event.unclassified:
             session.unclassified += 1
             if WRITE_METER in session.meters:
@@ -331,7 +336,6 @@ class Fold:
         if (event.input_tokens is not None or event.cache_read_tokens is not None
                 or event.cache_creation_tokens is not None or event.reasoning_tokens is not None):
             _add_tokens(session, event)
-        model = event.model
         if model is not None:
             model = plain.get(model) or self.clean(session, model, TOOL_MAX)
             if model not in session.models and len(session.models) < MODELS_MAX:
@@ -376,6 +380,19 @@ class Fold:
             state.cost if "cost" in session.meters else None,
         )
         return row, incidents
+
+    def _price(self, session: Session, event: Event) -> None:
+        """Price a round; a continuation of one (a later line of the same streamed response,
+        adding the output tokens the first line had not counted yet) at its round's model."""
+        assert self.prices is not None
+        if event.model is None and event.same_round and event.cost is None:
+            if session.round_model is None:
+                return
+            event.model = session.round_model
+            price_event(event, self.prices, session.state)
+            event.model = None
+        elif event.model is not None or event.cost is not None:
+            price_event(event, self.prices, session.state)
 
     def _track_runs(
         self,

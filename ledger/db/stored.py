@@ -5,9 +5,9 @@ calls, output tokens, tool error, vendor stop string, outcome, elapsed seconds a
 observation's *hash* (never its text; :attr:`Event.observation_hash` carries it) and the
 round's cost (``cost_usd``, as priced at ingest: a replay measures money without prices).
 So replaying the rows of a session under the budget it was ingested with reproduces its
-stored stop. Two limits, both harmless for the stock vendor map: a vendor stop string is stored redacted and cut
-to 500 characters (no mapped string is that long or looks like a secret), and the vendor map
-used at ingest is not stored (pass the same ``--vendor-map``).
+stored stop. Two limits, both harmless for the stock vendor map: a vendor stop string is
+stored redacted and cut to 500 characters (no mapped string is that long or looks like a
+secret), and the vendor map used at ingest is not stored (pass the same ``--vendor-map``).
 
 One query streams the steps in primary-key order, ``(session_id, idx)``, merged with a second
 over ``sessions`` in the same order, so a replay holds one session at a time.
