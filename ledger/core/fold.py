@@ -81,8 +81,8 @@ class Run(msgspec.Struct, gc=False):
     output_tokens: int = 0
     tool_calls: int = 0
     blocked: bool = False
-    #: The session's spend before the run's first event, and what the run's span has spent
-    #: since (its first event to its last, with the rounds between them).
+    #: The session's spend after the run's first event, and what it has spent since, up to
+    #: the run's last event (the rounds between its events included).
     cost_base: float = 0.0
     cost: float = 0.0
 
@@ -442,12 +442,11 @@ class Fold:
 
 
 def _opened(key: str, detail: str | None, event: Event, state: State) -> Run:
-    """A run starting at ``event`` (already applied to ``state``): its spend so far is the
-    event's own cost, if it is a round that carried one."""
-    own = event.cost if event.action == ROUND and event.cost is not None else 0.0
+    """A run starting at ``event`` (already applied to ``state``). As with its tokens and tool
+    calls, what it costs is what was spent after its first event (the first sight of an
+    observation is progress, its repeats are not), up to its last."""
     idx = state.events
-    return Run(key, idx, idx, 1, detail, event.ts, event.ts,
-               cost_base=round(state.cost - own, 12), cost=own)
+    return Run(key, idx, idx, 1, detail, event.ts, event.ts, cost_base=state.cost)
 
 
 def _spent(run: Run, state: State) -> None:
