@@ -98,6 +98,7 @@ async def test_a_database_without_money_hides_the_spend(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("amount", "text"), [
     (0, "$0.00"), (1234.5678, "$1,234.57"), (1.005, "$1.00"), (0.0123456, "$0.0123"),
+    (0.5, "$0.50"), (0.125, "$0.125"), (0.09256625, "$0.0926"),
     (0.00001, "<$0.0001"), (None, ""),
 ])
 def test_money_is_rounded_for_reading_and_exact_in_its_title(amount, text) -> None:

@@ -40,7 +40,7 @@ def test_the_spend_so_far_is_drawn_against_max_cost() -> None:
     held = {g.name: g for g in gauges(session("native", meters="cost", max_cost=2.0))}
     assert held["cost"].measured and held["cost"].cap == 2.0
     shown = step_meters({"total_cost_usd": 0.5}, 0, [held["cost"]])[0]
-    assert (shown.percent, shown.text) == (25.0, "$0.5000 / $2.00")
+    assert (shown.percent, shown.text) == (25.0, "$0.50 / $2.00")
     unpriced = {g.name: g for g in gauges(session("native", max_cost=2.0))}["cost"]
     assert meter(unpriced, None).text == "not measured"  # no cost: the cap cannot be honoured
 
