@@ -150,3 +150,25 @@ def task_classes(conn: sqlite3.Connection, where: str | None = None) -> list[str
         return [name for (name,) in rows]
     except sqlite3.OperationalError as exc:
         raise StoredError(f"not an agent-ledger database ({exc})") from None
+
+
+@dataclass(frozen=True, slots=True)
+class Spend:
+    """What a task class's sessions spent (US dollars), and how many of them had a cost."""
+
+    cost_usd: float
+    priced: int
+    sessions: int
+
+
+def spend_by_class(conn: sqlite3.Connection) -> dict[str, Spend]:
+    """Each task class's spend (its name as the verdicts give it: '' for none); empty for a
+    database without money (made before migration 012)."""
+    try:
+        rows = conn.execute(
+            "SELECT coalesce(task_class, ''), coalesce(sum(cost_usd), 0), count(cost_usd), "
+            "count(*) FROM sessions GROUP BY 1"
+        )
+        return {name: Spend(usd, priced, n) for name, usd, priced, n in rows}
+    except sqlite3.OperationalError:
+        return {}
