@@ -113,3 +113,10 @@ def test_spend_over_more_than_the_day_limit_is_summed_by_month() -> None:
             for d in range(1, 29)]
     unit, periods = charts.spend_by_period(days)
     assert unit == "month" and periods[0] == {"period": "2026-01", "cost_usd": 14.0}
+
+
+@pytest.mark.asyncio
+async def test_the_spend_query_sums_per_class_and_source(ds: Datasette) -> None:
+    found = await get_json(ds, "/ledger/spend.json?task_class=&_shape=array")
+    assert [(r["task_class"], r["sessions"], r["priced_sessions"], r["usd"], r["usd_after_stop"])
+            for r in found] == [("refactor", 1, 1, 1.5, 0.5), ("docs", 2, 1, 0.5, None)]
