@@ -33,7 +33,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ledger.analysis.whatif import CHANGES, COMPLETE, UNCHANGED, Replayer, Report, Verdict, evaluate
+from ledger.analysis.whatif import (
+    CHANGES,
+    COMPLETE,
+    UNCHANGED,
+    Replayer,
+    Report,
+    Verdict,
+    evaluate,
+    saved_line,
+)
 from ledger.core.budget import GATE, LOOP, Budget, State, apply
 from ledger.core.events import Event, meters_of
 from ledger.core.fold import families_for
@@ -169,6 +178,8 @@ class Proposal:
             "trial": {
                 "sessions": self.trial.sessions,
                 "stopped": len(self.stopped),
+                "cost_usd": self.trial.cost_usd,
+                "saved_usd": self.trial.saved_usd,
                 "verified_stopped": len(self.verified_stopped),
                 **{k: totals[k] for k in (*CHANGES, UNCHANGED)},
                 "stops": [v.to_dict() for v in self.stopped],
@@ -261,6 +272,8 @@ def trial_lines(proposal: Proposal, listed: int | None = None) -> list[str]:
         f"Against their stored stops: {totals['earlier']} earlier, {totals['later']} later, "
         f"{totals['other_reason']} for another reason, {totals['unchanged']} unchanged.",
     ]
+    if trial.cost_usd:
+        lines.append(saved_line(trial))
     shown = proposal.stopped if listed is None else proposal.stopped[:listed]
     if shown:
         lines.append("")

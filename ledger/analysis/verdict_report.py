@@ -4,19 +4,24 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Mapping
 from typing import Any
 
 from ledger.analysis.budget_in_force import BudgetInForce, budget_lines
 from ledger.analysis.verdicts import MISMATCH, READY, STAY, Verdicts, count_noun
+from ledger.core.money import usd
+from ledger.db.stored import Spend
 
 STAY_SQL = "select task_class from task_classes where verdict = 'stay_on_paid_path'"
 
 
 def report_text(
-    verdicts: Verdicts, budgets: list[BudgetInForce] | None = None, db_path: str = "DB"
+    verdicts: Verdicts, budgets: list[BudgetInForce] | None = None, db_path: str = "DB",
+    spend: Mapping[str, Spend] | None = None,
 ) -> str:
     """``agent-ledger paid-path``'s readable report: the budgets the sessions were folded
-    under (a replay stop is judged under them), then per class the verdict and its evidence."""
+    under (a replay stop is judged under them), then per class the verdict, its evidence and
+    (given the classes' ``spend``) what the class spent and its share of all the spend."""
     settings = verdicts.settings
     classes = verdicts.classes
     staying = verdicts.staying
@@ -36,11 +41,30 @@ def report_text(
             f"recorded stop: {c['matches']} match, {c['mismatches']} mismatch"
         )
         lines.append(f"  replay stops: {_counts_text(c['stop_reasons'])}")
+        money = spend_of(c["task_class"], spend or {})
+        if money["priced_sessions"]:
+            lines.append(
+                f"  spend: {usd(money['cost_usd'])}, {100 * money['share_of_spend']:.1f}% of "
+                f"all ({money['priced_sessions']} of {money['sessions']} sessions priced)"
+            )
         for reason in json.loads(c["reasons"]):
             lines.append(f"  - {reason}")
     if staying:
         lines += ["", f"In SQL: {STAY_SQL}"]
     return "\n".join(lines)
+
+
+def spend_of(task_class: str, spend: Mapping[str, Spend]) -> dict[str, Any]:
+    """A class's spend, its share of every class's (None where nothing was spent), and how
+    many of its sessions had a cost."""
+    total = sum(s.cost_usd for s in spend.values())
+    mine = spend.get(task_class, Spend(0.0, 0, 0))
+    return {
+        "cost_usd": mine.cost_usd if mine.priced else None,
+        "share_of_spend": mine.cost_usd / total if total else None,
+        "priced_sessions": mine.priced,
+        "sessions": mine.sessions,
+    }
 
 
 def _counts_text(counts_json: str) -> str:
@@ -54,9 +78,13 @@ JSON_COLUMNS = (
 )
 
 
-def report_json(verdicts: Verdicts, budgets: list[BudgetInForce] | None = None) -> dict[str, Any]:
+def report_json(
+    verdicts: Verdicts, budgets: list[BudgetInForce] | None = None,
+    spend: Mapping[str, Spend] | None = None,
+) -> dict[str, Any]:
     """``agent-ledger paid-path --json``: the budgets in force, and the ``task_classes`` rows
-    with their JSON decoded, each with its parity mismatches spelled out."""
+    with their JSON decoded, each with its parity mismatches spelled out and its spend
+    (``spend_of``)."""
     mismatches: dict[str, list[dict[str, str]]] = defaultdict(list)
     for p in verdicts.parity:
         if p["parity"] == MISMATCH:
@@ -70,6 +98,7 @@ def report_json(verdicts: Verdicts, budgets: list[BudgetInForce] | None = None) 
             c[column] = json.loads(c[column])
         c["reason_kinds"] = [k for k in c["reason_kinds"].split(",") if k]
         c["parity_mismatches"] = mismatches[c["task_class"]]
+        c["spend"] = spend_of(c["task_class"], spend or {})
         classes.append(c)
     return {
         "settings": {

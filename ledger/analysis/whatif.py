@@ -21,6 +21,7 @@ from typing import Any
 from ledger.core.budget import LOOP, Budget, Machine, State
 from ledger.core.events import Event
 from ledger.core.fold import families_for
+from ledger.core.money import usd
 from ledger.core.pricing import PriceBook, price_event
 from ledger.core.reasons import StopReason
 from ledger.db.stored import StoredSession
@@ -70,6 +71,10 @@ class Verdict:
     #: max_cost is on, but no replayed round carried a cost (none was stored, and none could
     #: be priced): the session cannot stop for it, whatever the cap (a meter gap).
     unpriced: bool = False
+    #: USD: what the whole stored session spent, and what it would not have spent had the
+    #: budget stopped it where the replay does (None: no round carried a cost).
+    cost_usd: float | None = None
+    saved_usd: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -79,6 +84,8 @@ class Verdict:
             "old": self.old.to_dict(),
             "new": self.new.to_dict(),
             "unpriced": self.unpriced,
+            "cost_usd": self.cost_usd,
+            "saved_usd": self.saved_usd,
         }
 
 
@@ -108,8 +115,9 @@ class Replayer:
 
     def _replay(
         self, budget: Budget, dialect: str, events: Iterable[Event]
-    ) -> tuple[Stop, bool]:
-        """The first stop, and whether a round before it carried a cost."""
+    ) -> tuple[Stop, bool, float]:
+        """The first stop, whether a round up to it carried a cost, and what was spent by then
+        (the stopping round included: ``max_cost`` is checked after the round spends it)."""
         advance = self.machine(budget, dialect).advance
         state = State()
         prices = self.prices
@@ -121,16 +129,19 @@ class Replayer:
             if advance(state, event) is not None:
                 assert state.stop_reason is not None
                 stop = Stop(state.stop_reason.value, state.stop_at, state.stop_detail)
-                return stop, costed
-        return Stop(COMPLETE), costed
+                return stop, costed, state.cost
+        return Stop(COMPLETE), costed, state.cost
 
     def verdict(self, session: StoredSession, events: Iterable[Event]) -> Verdict:
         old = Stop(session.stop_reason, session.stop_at, session.stop_detail)
-        new, costed = self._replay(session.budget, session.dialect, events)
+        new, costed, spent = self._replay(session.budget, session.dialect, events)
         capped = self.machine(session.budget, session.dialect).budget.max_cost is not None
         unpriced = capped and not costed and LOOP in families_for(session.dialect)
+        total = session.cost_usd
+        saved = None if total is None else round(total - spent, 12) if new.at else 0.0
         return Verdict(
-            session.session_id, session.task_class, old, new, change(old, new), unpriced
+            session.session_id, session.task_class, old, new, change(old, new), unpriced,
+            total, saved,
         )
 
 
@@ -149,10 +160,17 @@ class Report:
     by_class: dict[str | None, Counter[str]] = field(default_factory=dict)
     changes: list[Verdict] = field(default_factory=list)
     unpriced: int = 0  # sessions held to max_cost with no cost to measure it by
+    #: USD over the replayed sessions that had a cost: what they spent, and what the budget
+    #: tried would have saved (their spend after its stops).
+    cost_usd: float = 0.0
+    saved_usd: float = 0.0
 
     def add(self, verdict: Verdict) -> None:
         self.sessions += 1
         self.unpriced += verdict.unpriced
+        if verdict.cost_usd is not None:
+            self.cost_usd = round(self.cost_usd + verdict.cost_usd, 12)
+            self.saved_usd = round(self.saved_usd + (verdict.saved_usd or 0.0), 12)
         counts = self.by_class.setdefault(verdict.task_class, Counter())
         counts["sessions"] += 1
         counts[verdict.change or UNCHANGED] += 1
@@ -176,10 +194,21 @@ class Report:
             "sessions": self.sessions,
             "changed": len(self.changes),
             "unpriced": self.unpriced,
+            "cost_usd": self.cost_usd,
+            "saved_usd": self.saved_usd,
             **{k: totals[k] for k in (*CHANGES, UNCHANGED)},
             "task_classes": self.class_rows(),
             "changes": [v.to_dict() for v in self.changes],
         }
+
+
+def saved_line(report: Report) -> str:
+    """What the budget tried would have saved, in words (US dollars, to the cent)."""
+    share = report.saved_usd / report.cost_usd if report.cost_usd else 0.0
+    return (
+        f"Spend: the sessions with a cost spent {usd(report.cost_usd)}; stopped where this "
+        f"budget stops them, they would have saved {usd(report.saved_usd)} ({share:.0%})."
+    )
 
 
 def what_if(

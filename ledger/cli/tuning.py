@@ -103,7 +103,7 @@ def what_if_command(
         agent-ledger what-if ledger.db -b max_output_tokens=8000 -b no_progress_rounds=3 --json
         agent-ledger what-if ledger.db --budget-file proposal.toml --task-class bugfix
     """
-    from ledger.analysis.whatif import Replayer, what_if
+    from ledger.analysis.whatif import Replayer, saved_line, what_if
     from ledger.db.stored import stored_sessions
 
     retune = make_retune(budget_pairs, budget_file)
@@ -132,6 +132,8 @@ def what_if_command(
         f"{len(report.changes)} would stop differently: {totals['earlier']} earlier, "
         f"{totals['later']} later, {totals['other_reason']} for another reason."
     )
+    if report.cost_usd:
+        click.echo(saved_line(report))
     shown = report.changes if not limit else report.changes[:limit]
     if shown:
         rows = [

@@ -6,6 +6,7 @@ import json
 import sqlite3
 import sys
 from collections import Counter
+from typing import Any
 
 import click
 
@@ -71,6 +72,17 @@ def _budgets(db_path: str) -> list[BudgetInForce]:
             conn.close()
     except sqlite3.DatabaseError as exc:
         raise click.ClickException(f"{db_path}: {exc}") from None
+
+
+def _spend(db_path: str) -> dict[str, Any]:
+    """Each task class's spend, for the paid-path report (read only)."""
+    from ledger.db.stored import open_readonly, spend_by_class
+
+    conn = open_readonly(db_path)
+    try:
+        return spend_by_class(conn)
+    finally:
+        conn.close()
 
 
 @click.command(name="verdicts")
@@ -148,11 +160,11 @@ def paid_path_command(
         agent-ledger paid-path ledger.db --fail-on-stay || echo "keep the paid key"
     """
     found = _verdicts(db_path, tolerance, min_sessions, write=False)
-    budgets = _budgets(db_path)
+    budgets, spend = _budgets(db_path), _spend(db_path)
     if as_json:
-        click.echo(json.dumps(report_json(found, budgets), indent=2))
+        click.echo(json.dumps(report_json(found, budgets, spend), indent=2))
     else:
-        click.echo(report_text(found, budgets, db_path))
+        click.echo(report_text(found, budgets, db_path, spend))
     if fail_on_stay and (found.staying or not found.classes):
         sys.exit(EXIT_STAY)
 

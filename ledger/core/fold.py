@@ -16,7 +16,7 @@ import msgspec
 
 from ledger.core.actions import ActionMap
 from ledger.core.budget import GATE, LOOP, Budget, Machine, State
-from ledger.core.events import METERS, TOKEN_METERS, Event, meters_of
+from ledger.core.events import METERS, ROUND, TOKEN_METERS, Event, meters_of
 from ledger.core.pricing import PriceBook, price_event
 from ledger.core.reasons import CONTINUE, StopReason
 from ledger.core.task_classes import TaskClasses
@@ -53,7 +53,7 @@ STEP_COLUMNS = (
     "consecutive_errors", "total_writes", "stop_reason", "after_stop", "source_id",
     "source_line", "source_offset", "same_round",
     "input_tokens", "cache_creation_tokens", "cache_read_tokens", "reasoning_tokens", "model",
-    "record_key",
+    "record_key", "cost_usd", "total_cost_usd",
 )
 StepRow = tuple[Any, ...]
 
@@ -82,6 +82,10 @@ class Run(msgspec.Struct, gc=False):
     output_tokens: int = 0
     tool_calls: int = 0
     blocked: bool = False
+    #: The session's spend after the run's first event, and what it has spent since, up to
+    #: the run's last event (the rounds between its events included).
+    cost_base: float = 0.0
+    cost: float = 0.0
 
 
 @dataclass
@@ -118,6 +122,8 @@ class Session:
     #: are in several files), and the keys of its last records (see ledger/ingest/source.py).
     sources: list[str] = field(default_factory=list)
     recent: dict[str, int] = field(default_factory=dict)  # insertion-ordered, oldest first
+    #: The model of the round now open: its continuations are priced at it.
+    round_model: str | None = None
 
     def row(self) -> dict[str, Any]:
         """The ``sessions`` row as it stands now."""
@@ -271,8 +277,11 @@ class Fold:
             if session.t0 is None:
                 session.t0 = event.at
             event.elapsed_s = round(event.at - session.t0, 3)
-        if self.prices is not None and (event.model is not None or event.cost is not None):
-            price_event(event, self.prices, state)
+        model = event.model  # as logged (a continuation of a round names none)
+        if event.action == ROUND and not event.same_round:
+            session.round_model = model
+        if self.prices is not None:
+            self._price(session, event)
         if event.unclassified:
             session.unclassified += 1
             if WRITE_METER in session.meters:
@@ -330,7 +339,6 @@ class Fold:
         if (event.input_tokens is not None or event.cache_read_tokens is not None
                 or event.cache_creation_tokens is not None or event.reasoning_tokens is not None):
             _add_tokens(session, event)
-        model = event.model
         if model is not None:
             model = plain.get(model) or self.clean(session, model, TOOL_MAX)
             if model not in session.models and len(session.models) < MODELS_MAX:
@@ -371,8 +379,23 @@ class Fold:
             event.reasoning_tokens,
             model,
             event.key,
+            event.cost,
+            state.cost if "cost" in session.meters else None,
         )
         return row, incidents
+
+    def _price(self, session: Session, event: Event) -> None:
+        """Price a round; a continuation of one (a later line of the same streamed response,
+        adding the output tokens the first line had not counted yet) at its round's model."""
+        assert self.prices is not None
+        if event.model is None and event.same_round and event.cost is None:
+            if session.round_model is None:
+                return
+            event.model = session.round_model
+            price_event(event, self.prices, session.state)
+            event.model = None
+        elif event.model is not None or event.cost is not None:
+            price_event(event, self.prices, session.state)
 
     def _track_runs(
         self,
@@ -391,10 +414,11 @@ class Fold:
             run = session.retry
             if run is not None and run.key == key and run.end == idx - 1:
                 run.end, run.length, run.ended_at = idx, run.length + 1, event.ts
+                _spent(run, session.state)
             else:
                 if run is not None and run.length >= INCIDENT_LENGTH:
                     closed.append(_incident(session, RETRY_STORM, run))
-                run = session.retry = Run(key, idx, idx, 1, detail, event.ts, event.ts)
+                run = session.retry = _opened(key, detail, event, session.state)
             run.blocked = run.blocked or reason is StopReason.RETRY_NEAR_CEILING
         elif session.retry is not None:
             if session.retry.length >= INCIDENT_LENGTH:
@@ -406,6 +430,7 @@ class Fold:
             run = session.repeat
             if run is not None and state.observation_repeats > 1:
                 run.end, run.length, run.ended_at = idx, state.observation_repeats, event.ts
+                _spent(run, state)
                 run.output_tokens += event.output_tokens or 0
                 run.tool_calls += event.tool_calls or 0
                 if run.detail is None:
@@ -415,10 +440,21 @@ class Fold:
             else:
                 if run is not None and run.length >= INCIDENT_LENGTH:
                     closed.append(_incident(session, NO_PROGRESS, run))
-                session.repeat = Run(
-                    state.last_observation_hash or "", idx, idx, 1, None, event.ts, event.ts
-                )
+                session.repeat = _opened(state.last_observation_hash or "", None, event, state)
         return closed
+
+
+def _opened(key: str, detail: str | None, event: Event, state: State) -> Run:
+    """A run starting at ``event`` (already applied to ``state``). As with its tokens and tool
+    calls, what it costs is what was spent after its first event (the first sight of an
+    observation is progress, its repeats are not), up to its last."""
+    idx = state.events
+    return Run(key, idx, idx, 1, detail, event.ts, event.ts, cost_base=state.cost)
+
+
+def _spent(run: Run, state: State) -> None:
+    """The run's span now ends at the event just applied: what it has spent so far."""
+    run.cost = round(state.cost - run.cost_base, 12)
 
 
 def _add_tokens(session: Session, event: Event) -> None:
@@ -455,6 +491,7 @@ def _incident(session: Session, kind: str, run: Run) -> dict[str, Any]:
         "output_tokens": run.output_tokens,
         "tool_calls": run.tool_calls,
         "blocked": int(run.blocked),
+        "cost_usd": run.cost if "cost" in session.meters else None,
         "task_class": session.task_class,
         "started_at": run.started_at,
         "ended_at": run.ended_at,

@@ -174,7 +174,7 @@ def _m004_real_agent_logs(db: sqlite_utils.Database) -> None:
 
 def _m005_dashboard(db: sqlite_utils.Database) -> None:
     """The dashboard's session rollup (see rollup.py) and the indexes its pages page through."""
-    rollup.create(db.conn)
+    rollup.create(db.conn, rollup.BASE_MEASURES)
     db["incidents"].create_index(["kind", "key"])
     db["incidents"].create_index(["kind", "length", "session_id", "start_idx"])
     db["incidents"].create_index(["kind", "length", "output_tokens", "session_id", "start_idx"])
@@ -273,9 +273,20 @@ def _m012_prices(db: sqlite_utils.Database) -> None:
     ``cost_usd`` is NULL where no round carried a cost (the log gave none and no price was
     known: the ``cost`` meter is missing); ``price_source`` names every source that priced a
     round, with its version (``genai-prices 0.2.3``, ``prices.toml#<digest>``, ``log`` for a
-    cost the log gave), comma-separated."""
+    cost the log gave), comma-separated.
+
+    Each step keeps its round's cost (``cost_usd``, NULL where none) and the session's spend
+    after it (``total_cost_usd``, NULL until the session has a cost), so a replay of the stored
+    steps measures money and the dashboard draws spend against ``max_cost``; each incident
+    keeps what its span spent. The session rollup gains the spend of its sessions, in whole
+    nanodollars (``rollup.MONEY_MEASURES``: integer sums stay exact as contributions are
+    taken out and added back), and is refilled."""
     db["sessions"].add_column("cost_usd", float)
     db["sessions"].add_column("price_source", str)
+    db["steps"].add_column("cost_usd", float)
+    db["steps"].add_column("total_cost_usd", float)
+    db["incidents"].add_column("cost_usd", float)
+    rollup.add_money(db.conn)
 
 
 #: Ordered and append-only: never edit a migration that has shipped, add a new one.

@@ -116,7 +116,10 @@ def _bucket_measures(counter: Counter) -> list[tuple[str, str]]:
     ]
 
 
-MEASURES: tuple[tuple[str, str], ...] = (
+Measure = tuple[str, str]  # a rollup column and the SQL of one session's contribution
+
+#: The measures of migration 005.
+BASE_MEASURES: tuple[Measure, ...] = (
     ("sessions", "1"),
     ("events", "coalesce(s.events, 0)"),
     ("steps", "coalesce(s.steps, 0)"),
@@ -126,6 +129,29 @@ MEASURES: tuple[tuple[str, str], ...] = (
     ("events_after_stop", "coalesce(s.events_after_stop, 0)"),
     *(m for c in COUNTERS for m in _bucket_measures(c)),
 )
+
+#: A rollup's money is kept in whole nanodollars (USD 1e-9): integer sums are exact, however
+#: often contributions are taken out and added back, where float sums would drift.
+NANO = 1_000_000_000
+
+
+def nano(value: str) -> str:
+    """SQL for a dollar amount in whole nanodollars (0 where there is none)."""
+    return f"cast(round(coalesce({value}, 0) * {NANO}) as integer)"
+
+
+#: Migration 012's measures: sessions with a cost, their spend, and the spend after the step
+#: at which the budget stopped them (the stopping step's running total is joined as ``t``).
+MONEY_MEASURES: tuple[Measure, ...] = (
+    ("priced", "(s.cost_usd is not null)"),
+    ("cost_nusd", nano("s.cost_usd")),
+    (
+        "cost_after_stop_nusd",
+        nano("case when s.stop_at is not null "
+             "then s.cost_usd - coalesce(t.total_cost_usd, 0) end"),
+    ),
+)
+MEASURES: tuple[Measure, ...] = (*BASE_MEASURES, *MONEY_MEASURES)
 KEY_NAMES = tuple(name for name, _ in KEYS)
 MEASURE_NAMES = tuple(name for name, _ in MEASURES)
 
@@ -134,9 +160,9 @@ SOME = "s.session_id in (select value from json_each(:ids))"
 ALL = "1"
 
 
-def contributions(which: str) -> str:
+def contributions(which: str, measures: Sequence[Measure] = MEASURES) -> str:
     """One row per session: its rollup key and measures (the stopping step joined)."""
-    columns = ", ".join(f"{sql} as {name}" for name, sql in (*KEYS, *MEASURES))
+    columns = ", ".join(f"{sql} as {name}" for name, sql in (*KEYS, *measures))
     return (
         f"select {columns} from sessions s "
         "left join steps t on t.session_id = s.session_id and t.idx = s.stop_at "
@@ -144,9 +170,9 @@ def contributions(which: str) -> str:
     )
 
 
-def ddl() -> list[str]:
+def ddl(measures: Sequence[Measure] = MEASURES) -> list[str]:
     columns = [f"[{k}] {'INTEGER' if k in INT_KEYS else 'TEXT'} NOT NULL" for k in KEY_NAMES]
-    columns += [f"[{m}] INTEGER NOT NULL" for m in MEASURE_NAMES]
+    columns += [f"[{m}] INTEGER NOT NULL" for m, _ in measures]
     return [
         f"CREATE TABLE [{TABLE}] ({', '.join(columns)})",
         f"CREATE UNIQUE INDEX [idx_{TABLE}_key] ON [{TABLE}] ({', '.join(KEY_NAMES)})",
@@ -154,22 +180,32 @@ def ddl() -> list[str]:
     ]
 
 
-def upsert(which: str) -> str:
+def upsert(which: str, measured: Sequence[Measure] = MEASURES) -> str:
+    names = [m for m, _ in measured]
     keys = ", ".join(KEY_NAMES)
-    measures = ", ".join(MEASURE_NAMES)
-    sums = ", ".join(f":sign * sum({m})" for m in MEASURE_NAMES)
-    updates = ", ".join(f"{m} = {m} + excluded.{m}" for m in MEASURE_NAMES)
+    measures = ", ".join(names)
+    sums = ", ".join(f":sign * sum({m})" for m in names)
+    updates = ", ".join(f"{m} = {m} + excluded.{m}" for m in names)
     return (
         f"INSERT INTO [{TABLE}] ({keys}, {measures}) "
-        f"SELECT {keys}, {sums} FROM ({contributions(which)}) WHERE 1 GROUP BY {keys} "
-        f"ON CONFLICT ({keys}) DO UPDATE SET {updates}"
+        f"SELECT {keys}, {sums} FROM ({contributions(which, measured)}) WHERE 1 "
+        f"GROUP BY {keys} ON CONFLICT ({keys}) DO UPDATE SET {updates}"
     )
 
 
-def create(conn: sqlite3.Connection) -> None:
-    """Create the rollup table and fill it from the sessions already stored."""
-    for statement in ddl():
+def create(conn: sqlite3.Connection, measures: Sequence[Measure] = MEASURES) -> None:
+    """Create the rollup table with ``measures`` (a migration names the ones of its time) and
+    fill it from the sessions already stored."""
+    for statement in ddl(measures):
         conn.execute(statement)
+    conn.execute(upsert(ALL, measures), {"sign": 1})
+
+
+def add_money(conn: sqlite3.Connection) -> None:
+    """Migration 012: the money columns, and the rollup refilled with every measure."""
+    for name, _ in MONEY_MEASURES:
+        conn.execute(f"ALTER TABLE [{TABLE}] ADD COLUMN [{name}] INTEGER NOT NULL DEFAULT 0")
+    conn.execute(f"DELETE FROM [{TABLE}]")
     conn.execute(upsert(ALL), {"sign": 1})
 
 

@@ -2,11 +2,12 @@
 
 A ``steps`` row keeps everything the budget machine reads from an event: the action, tool
 calls, output tokens, tool error, vendor stop string, outcome, elapsed seconds and the
-observation's *hash* (never its text; :attr:`Event.observation_hash` carries it). So replaying
-the rows of a session under the budget it was ingested with reproduces its stored stop. Two
-limits, both harmless for the stock vendor map: a vendor stop string is stored redacted and cut
-to 500 characters (no mapped string is that long or looks like a secret), and the vendor map
-used at ingest is not stored (pass the same ``--vendor-map``).
+observation's *hash* (never its text; :attr:`Event.observation_hash` carries it) and the
+round's cost (``cost_usd``, as priced at ingest: a replay measures money without prices).
+So replaying the rows of a session under the budget it was ingested with reproduces its
+stored stop. Two limits, both harmless for the stock vendor map: a vendor stop string is
+stored redacted and cut to 500 characters (no mapped string is that long or looks like a
+secret), and the vendor map used at ingest is not stored (pass the same ``--vendor-map``).
 
 One query streams the steps in primary-key order, ``(session_id, idx)``, merged with a second
 over ``sessions`` in the same order, so a replay holds one session at a time.
@@ -31,11 +32,11 @@ from ledger.core.events import Event
 #: never measured, so a replay leaves them out).
 STEP_COLUMNS = (
     "action", "tool_calls", "output_tokens", "tool_error", "observation_hash",
-    "vendor_stop", "outcome", "elapsed_s", "same_round",
+    "vendor_stop", "outcome", "elapsed_s", "same_round", "cost_usd",
 )
 #: Event's first fields in order: :func:`stored_sessions` builds events positionally, for
-#: speed (the fields after them, tokens, model, cost, the unclassified mark and the record
-#: key, are not replayed).
+#: speed (of the fields after them only the cost is replayed; tokens, model, the unclassified
+#: mark and the record key are not).
 assert list(Event.__struct_fields__)[:15] == [
     "action", "tool_calls", "output_tokens", "observation", "tool_error", "vendor_stop",
     "outcome", "tool", "detail", "elapsed_s", "ts", "at", "observation_hash", "unmetered",
@@ -44,7 +45,7 @@ assert list(Event.__struct_fields__)[:15] == [
 NOT_UNMETERED: frozenset[str] = frozenset()
 SESSION_COLUMNS = (
     "session_id", "task_class", "dialect", "stop_reason", "stop_at", "stop_detail",
-    "recorded_stop", "budget",
+    "recorded_stop", "budget", "cost_usd",
 )
 
 #: Sessions that completed with a verified terminal signal: the budget let them run out, and
@@ -68,6 +69,7 @@ class StoredSession:
     stop_detail: str | None
     recorded_stop: str | None
     budget: Budget
+    cost_usd: float | None = None  # what the whole session spent (None: no round had a cost)
 
 
 def stored_sessions(
@@ -105,19 +107,21 @@ def stored_sessions(
             yield _session(pending), (
                 Event(act, calls, tokens, None, None if err is None else err != 0, vendor,
                       outcome, None, None, elapsed, None, None, digest, NOT_UNMETERED,
-                      bool(same))
-                for _, act, calls, tokens, err, digest, vendor, outcome, elapsed, same in rows
+                      bool(same), cost=cost)
+                for _, act, calls, tokens, err, digest, vendor, outcome, elapsed, same, cost
+                in rows
             )
 
 
 def _session(row: tuple[Any, ...]) -> StoredSession:
-    session_id, task_class, dialect, stop_reason, stop_at, detail, recorded, budget = row
+    session_id, task_class, dialect, stop_reason, stop_at, detail, recorded, budget, cost = row
     try:
         stored_budget = _budget(budget)
     except (TypeError, ValueError) as exc:
         raise StoredError(f"session {session_id!r}: unreadable stored budget ({exc})") from None
     return StoredSession(
-        session_id, task_class, dialect, stop_reason, stop_at, detail, recorded, stored_budget
+        session_id, task_class, dialect, stop_reason, stop_at, detail, recorded, stored_budget,
+        cost,
     )
 
 
@@ -151,3 +155,25 @@ def task_classes(conn: sqlite3.Connection, where: str | None = None) -> list[str
         return [name for (name,) in rows]
     except sqlite3.OperationalError as exc:
         raise StoredError(f"not an agent-ledger database ({exc})") from None
+
+
+@dataclass(frozen=True, slots=True)
+class Spend:
+    """What a task class's sessions spent (US dollars), and how many of them had a cost."""
+
+    cost_usd: float
+    priced: int
+    sessions: int
+
+
+def spend_by_class(conn: sqlite3.Connection) -> dict[str, Spend]:
+    """Each task class's spend (its name as the verdicts give it: '' for none); empty for a
+    database without money (made before migration 012)."""
+    try:
+        rows = conn.execute(
+            "SELECT coalesce(task_class, ''), coalesce(sum(cost_usd), 0), count(cost_usd), "
+            "count(*) FROM sessions GROUP BY 1"
+        )
+        return {name: Spend(usd, priced, n) for name, usd, priced, n in rows}
+    except sqlite3.OperationalError:
+        return {}

@@ -108,6 +108,8 @@ def prepare_jinja2_environment(env: Environment) -> None:
     env.filters["ledger_duration"] = cells.duration
     env.filters["ledger_hash"] = cells.short_hash
     env.filters["ledger_int"] = cells.exact
+    env.filters["ledger_usd"] = cells.money
+    env.filters["ledger_share"] = cells.share
 
 
 @hookimpl

@@ -16,6 +16,7 @@ from typing import Any
 
 from markupsafe import Markup
 
+from ledger.core.money import usd
 from ledger.core.reasons import DECISIONS, StopReason
 
 #: (background, text) colour of each stop reason, shared by badges and charts.
@@ -134,6 +135,20 @@ def duration(seconds: int | float | None) -> str:
 
 def exact(value: int | float) -> str:
     return f"{value:,}" if isinstance(value, int) else f"{value:,.3f}".rstrip("0").rstrip(".")
+
+
+def money(value: int | float | None) -> Markup:
+    """US dollars rounded for reading (``$1,234.57``, ``$0.0123``), the exact amount in the
+    title; nothing where there is no cost."""
+    if value is None:
+        return Markup("")
+    return Markup('<span class="ledger-money" title="{} USD">{}</span>').format(
+        repr(float(value)), usd(value))
+
+
+def share(value: float | None) -> str:
+    """A fraction as a percentage for reading: 0.1234 -> '12.3%'."""
+    return "" if value is None else f"{100 * value:.1f}%"
 
 
 def humanised(text: str, value: int | float) -> Markup:

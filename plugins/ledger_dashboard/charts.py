@@ -162,6 +162,7 @@ GAUGE_COLOURS = {
     "steps": "#1565c0",
     "writes": "#00838f",
     "seconds": "#283593",
+    "cost": "#2e7d32",
 }
 
 
@@ -191,3 +192,59 @@ def budget_by_step(
     if stop_at is not None and stop_at in indexes:
         spec["stopIndex"] = list(indexes).index(stop_at)
     return spec
+
+
+SPEND_COLOUR = "#2e7d32"
+
+
+def spend_by_period(rows: Sequence[Mapping[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+    """Spend per day, or summed by month when there are more than MAX_DAYS days."""
+    if len(rows) <= MAX_DAYS:
+        return "day", [{"period": r["day"], "cost_usd": r["cost_usd"]} for r in rows]
+    months: dict[str, float] = defaultdict(float)
+    for r in rows:
+        months[r["day"][:7]] += r["cost_usd"]
+    return "month", [{"period": p, "cost_usd": usd} for p, usd in sorted(months.items())]
+
+
+def _money_options(horizontal: bool = False) -> dict[str, Any]:
+    """Bars of US dollars: the value axis titled in the currency, with no whole-number ticks."""
+    options = _options(False, horizontal=horizontal)
+    value = "x" if horizontal else "y"
+    options["scales"][value] = {"beginAtZero": True, "title": {"display": True, "text": "USD"}}
+    options["plugins"]["legend"] = {"display": False}
+    return options
+
+
+def spend_by_class(rows: Sequence[Mapping[str, Any]]) -> Spec:
+    """A bar per task class: what its sessions spent."""
+    return {
+        "type": "bar",
+        "data": {
+            "labels": [r["task_class"] for r in rows],
+            "datasets": [{
+                "label": "spend (USD)",
+                "data": [round(r["cost_usd"], 4) for r in rows],
+                "backgroundColor": SPEND_COLOUR,
+            }],
+        },
+        "options": _money_options(horizontal=True),
+    }
+
+
+def spend_over_time(over_time: Mapping[str, Any]) -> Spec:
+    """Spend per day (or month)."""
+    periods = over_time["periods"]
+    return {
+        "type": "bar",
+        "data": {
+            "labels": [p["period"] for p in periods],
+            "datasets": [{
+                "label": "spend (USD)",
+                "data": [round(p["cost_usd"], 4) for p in periods],
+                "backgroundColor": SPEND_COLOUR,
+            }],
+        },
+        "options": _money_options(),
+        "unit": over_time["unit"],
+    }

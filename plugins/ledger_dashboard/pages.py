@@ -23,9 +23,10 @@ from datasette.utils.asgi import BadRequest, NotFound, Request, Response
 
 from ledger.analysis.budget_in_force import NEXT_STEP, in_force
 from ledger.core.actions import TOOL_VALUES, action_map_entry
+from ledger.core.money import CURRENCY
 from ledger.core.reasons import DECISIONS, StopReason
 from ledger.core.vendors import VendorMapError, vendor_map_entry
-from ledger.db.rollup import BUCKETS, COUNTERS
+from ledger.db.rollup import BUCKETS, COUNTERS, NANO
 
 from . import cells, charts, queries
 from .filters import REASONS, FilterError, Filters, whole_number
@@ -204,6 +205,62 @@ def budget_rows_by_counter(found: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def dollars(nano: int | None) -> float:
+    """A rollup's nanodollars as US dollars (exact to the nanodollar)."""
+    return (nano or 0) / NANO
+
+
+def spend_rows(found: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
+    """Spend per value of ``key``: sessions, how many had a cost, what they spent, and what
+    they spent after the step where the budget stopped them."""
+    return [
+        {
+            key: r[key], "sessions": r["sessions"], "priced_sessions": r["priced"],
+            "cost_usd": dollars(r["cost_nusd"]), "after_stop_usd": dollars(r["after_stop_nusd"]),
+        }
+        for r in found
+    ]
+
+
+def spend_data(
+    by_class: list[dict[str, Any]], by_reason: list[dict[str, Any]],
+    by_day: list[dict[str, Any]], money: bool,
+) -> dict[str, Any]:
+    """The overview's money: the total, per task class (with its share), per stop reason and
+    over time. Amounts are exact US dollars; pages round them for reading."""
+    classes = spend_rows(by_class, "task_class")
+    total = sum(r["cost_nusd"] or 0 for r in by_class)
+    for row, r in zip(classes, by_class, strict=True):
+        row["share"] = (r["cost_nusd"] or 0) / total if total else None
+    unit, periods = charts.spend_by_period(
+        [{"day": r["day"], "cost_usd": dollars(r["cost_nusd"])} for r in by_day if r["day"]]
+    )
+    return {
+        "kept": money,
+        "currency": CURRENCY,
+        "total_usd": dollars(total),
+        "after_stop_usd": dollars(sum(r["after_stop_nusd"] or 0 for r in by_class)),
+        "sessions": sum(r["sessions"] for r in by_class),
+        "priced_sessions": sum(r["priced"] or 0 for r in by_class),
+        "by_task_class": classes,
+        "by_stop_reason": spend_rows(by_reason, "stop_reason"),
+        "over_time": {"unit": unit, "periods": periods},
+    }
+
+
+def with_spend(rows: list[dict[str, Any]], spend: dict[str, Any]) -> list[dict[str, Any]]:
+    """Paid-path rows with their class's spend and its share of the spend in view."""
+    by_class = {r["task_class"]: r for r in spend["by_task_class"]}
+    return [
+        dict(
+            r,
+            cost_usd=by_class.get(r.get("task_class"), {}).get("cost_usd"),
+            share_of_spend=by_class.get(r.get("task_class"), {}).get("share"),
+        )
+        for r in rows
+    ]
+
+
 async def overview_data(ctx: Context) -> dict[str, Any]:
     db, filters = ctx.db, ctx.filters
     src = await queries.Sources.of(db)
@@ -212,23 +269,28 @@ async def overview_data(ctx: Context) -> dict[str, Any]:
     (
         by_class, by_day, budget, verdicts, computed, storms, stuck, vendors,
         storm_count, stuck_count, vendor_count, tool_count, stored_budgets,
+        spend_class, spend_reason, spend_day,
     ) = await asyncio.gather(
         queries.by_class_and_reason(db, src, filters),
         queries.by_day_and_reason(db, src, filters),
         queries.budget_at_stop(db, src, filters),
         queries.paid_path_verdicts(db, filters),
         queries.paid_path_computed(db, src, filters),
-        queries.incidents(db, queries.RETRY_STORMS, filters, limit, size=TOP),
-        queries.incidents(db, queries.NO_PROGRESS, filters, 2, size=TOP),
+        queries.incidents(db, queries.RETRY_STORMS, filters, limit, size=TOP, money=src.money),
+        queries.incidents(db, queries.NO_PROGRESS, filters, 2, size=TOP, money=src.money),
         queries.unknown_keys(db, queries.UNKNOWN_VENDOR, filters, size=TOP),
         queries.count_incidents(db, "retry_storm", filters, limit),
         queries.count_incidents(db, "no_progress", filters, 2),
         queries.count_unknown_keys(db, queries.UNKNOWN_VENDOR, filters),
         queries.count_unknown_keys(db, queries.UNCLASSIFIED_TOOL, filters),
         queries.budgets(db, filters),
+        queries.spend_by(db, src, filters, "task_class"),
+        queries.spend_by(db, src, filters, "stop_reason"),
+        queries.spend_by(db, src, filters, "day"),
     )
     classes, totals = class_rows(by_class)
     budgets = in_force(stored_budgets)
+    spend = spend_data(spend_class, spend_reason, spend_day, src.money)
     return {
         "database": ctx.database,
         "filters": filters.active(),
@@ -242,9 +304,12 @@ async def overview_data(ctx: Context) -> dict[str, Any]:
             "placeholder": any(b.placeholder for b in budgets),
             "next_step": NEXT_STEP.format(db=PurePath(ctx.db.path or f"{ctx.database}.db").name),
         },
+        "spend": spend,
         "paid_path": {
             "from": "computed" if verdicts is None else "task_classes",
-            "rows": computed if verdicts is None else [verdict_row(r) for r in verdicts],
+            "rows": with_spend(
+                computed if verdicts is None else [verdict_row(r) for r in verdicts], spend
+            ),
         },
         "retry_storms": {
             "threshold": limit, "count": storm_count, "top": link_rows(ctx, storms.rows),
@@ -263,6 +328,8 @@ async def overview_data(ctx: Context) -> dict[str, Any]:
             ),
             "over_time": charts.sessions_over_time(by_day),
             "budget": charts.budget_at_stop(budget),
+            "spend_by_class": charts.spend_by_class(spend["by_task_class"]),
+            "spend_over_time": charts.spend_over_time(spend["over_time"]),
         },
     }
 
@@ -271,19 +338,22 @@ async def retry_storms_data(ctx: Context) -> dict[str, Any]:
     limit = number_arg(
         ctx.request, "min_length", threshold(ctx.datasette, ctx.database), minimum=2
     )
-    page, by_day, count = await asyncio.gather(
+    money = (await queries.Sources.of(ctx.db)).money
+    page, by_day, count, spent = await asyncio.gather(
         queries.incidents(
             ctx.db, queries.RETRY_STORMS, ctx.filters, limit,
-            after=ctx.request.args.get("_next"), size=page_size(ctx.request),
+            after=ctx.request.args.get("_next"), size=page_size(ctx.request), money=money,
         ),
         queries.storms_by_day(ctx.db, ctx.filters, limit),
         queries.count_incidents(ctx.db, "retry_storm", ctx.filters, limit),
+        queries.incident_spend(ctx.db, "retry_storm", ctx.filters, limit, money),
     )
     return {
         "database": ctx.database,
         "filters": ctx.filters.active(),
         "threshold": limit,
         "count": count,
+        "cost_usd": spent,
         "rows": link_rows(ctx, page.rows),
         "next": page.next,
         "next_url": next_url(ctx, "retry-storms", page.next),
@@ -294,15 +364,21 @@ async def retry_storms_data(ctx: Context) -> dict[str, Any]:
 
 async def no_progress_data(ctx: Context) -> dict[str, Any]:
     limit = number_arg(ctx.request, "min_length", 2, minimum=2)
-    page = await queries.incidents(
-        ctx.db, queries.NO_PROGRESS, ctx.filters, limit,
-        after=ctx.request.args.get("_next"), size=page_size(ctx.request),
+    money = (await queries.Sources.of(ctx.db)).money
+    page, count, spent = await asyncio.gather(
+        queries.incidents(
+            ctx.db, queries.NO_PROGRESS, ctx.filters, limit,
+            after=ctx.request.args.get("_next"), size=page_size(ctx.request), money=money,
+        ),
+        queries.count_incidents(ctx.db, "no_progress", ctx.filters, limit),
+        queries.incident_spend(ctx.db, "no_progress", ctx.filters, limit, money),
     )
     return {
         "database": ctx.database,
         "filters": ctx.filters.active(),
         "min_length": limit,
-        "count": await queries.count_incidents(ctx.db, "no_progress", ctx.filters, limit),
+        "count": count,
+        "cost_usd": spent,
         "rows": link_rows(ctx, page.rows),
         "next": page.next,
         "next_url": next_url(ctx, "no-progress", page.next),

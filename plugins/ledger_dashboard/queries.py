@@ -41,16 +41,20 @@ async def is_ledger(db: Database) -> bool:
 
 @dataclass(frozen=True)
 class Sources:
-    """Where the overview reads its counts: the rollup table, or the same rows computed."""
+    """Where the overview reads its counts: the rollup table, or the same rows computed; and
+    whether the database keeps money (migration 012: costs of sessions, steps, incidents)."""
 
     table: str
     stored: bool
+    money: bool = True
 
     @classmethod
     async def of(cls, db: Database) -> Sources:
+        money = "cost_usd" in await db.table_columns("incidents")
         if await db.table_exists(rollup.TABLE):
-            return cls(rollup.TABLE, True)
-        return cls(f"({rollup.contributions(rollup.ALL)})", False)
+            return cls(rollup.TABLE, True, money)
+        measures = rollup.MEASURES if money else rollup.BASE_MEASURES
+        return cls(f"({rollup.contributions(rollup.ALL, measures)})", False, money)
 
 
 # --- the overview --------------------------------------------------------------------------
@@ -95,6 +99,24 @@ async def budget_at_stop(db: Database, src: Sources, filters: Filters) -> list[R
         for b in range(len(rollup.BUCKETS))
         if found[c.bucket_column(b)]
     ]
+
+
+#: What spend can be summed by (a rollup key each), and the spend of a rollup row's sessions.
+SPEND_KEYS = frozenset({"task_class", "stop_reason", "day"})
+SPEND = (
+    "sum(sessions) as sessions, sum(priced) as priced, sum(cost_nusd) as cost_nusd, "
+    "sum(cost_after_stop_nusd) as after_stop_nusd"
+)
+
+
+async def spend_by(db: Database, src: Sources, filters: Filters, key: str) -> list[Row]:
+    """Sessions, priced sessions, their spend and their spend after the budget's stop (in
+    nanodollars: exact), per value of one rollup key; nothing for a database without money."""
+    if key not in SPEND_KEYS:
+        raise ValueError(key)
+    if not src.money:
+        return []
+    return await from_rollup(db, src, filters, f"{key}, {SPEND}", f"group by {key} order by {key}")
 
 
 async def paid_path_computed(db: Database, src: Sources, filters: Filters) -> list[Row]:
@@ -194,6 +216,11 @@ INCIDENT_COLUMNS = (
 )
 
 
+def incident_columns(money: bool) -> str:
+    """The listed columns, with what each run cost where the database keeps money."""
+    return INCIDENT_COLUMNS + (", i.cost_usd" if money else ", null as cost_usd")
+
+
 @dataclass(frozen=True)
 class Page:
     rows: list[Row]
@@ -207,6 +234,7 @@ async def incidents(
     min_length: int,
     after: str | None = None,
     size: int = PAGE_SIZE,
+    money: bool = True,
 ) -> Page:
     """A page of one kind's incidents of at least ``min_length`` steps, longest first."""
     params: dict[str, Any] = {
@@ -218,7 +246,7 @@ async def incidents(
         keyset = kind.keyset()
     found = await rows(
         db,
-        f"select {INCIDENT_COLUMNS} from incidents i "
+        f"select {incident_columns(money)} from incidents i "
         "join sessions s on s.session_id = i.session_id "
         f"where i.kind = :kind and i.length >= :min_length{keyset}{filters.incident_where()} "
         f"order by {kind.order_by()} limit :limit",
@@ -248,6 +276,22 @@ async def count_incidents(db: Database, kind: str, filters: Filters, min_length:
         {**filters.params(), "kind": kind, "min_length": min_length},
     )
     return int(found[0]["n"])
+
+
+async def incident_spend(
+    db: Database, kind: str, filters: Filters, min_length: int, money: bool
+) -> float | None:
+    """What one kind's incidents of at least ``min_length`` steps cost together (USD; None
+    where none had a cost, or the database keeps no money)."""
+    if not money:
+        return None
+    found = await rows(
+        db,
+        "select sum(i.cost_usd) as usd from incidents i "
+        f"where i.kind = :kind and i.length >= :min_length{filters.incident_where()}",
+        {**filters.params(), "kind": kind, "min_length": min_length},
+    )
+    return found[0]["usd"]
 
 
 async def storms_by_day(db: Database, filters: Filters, min_length: int) -> list[Row]:

@@ -14,6 +14,7 @@ from typing import Any
 
 from ledger.core.budget import LOOP
 from ledger.core.fold import families_for
+from ledger.core.money import usd
 from ledger.db.rollup import COUNTERS, Counter
 
 from .cells import duration, tokens
@@ -21,6 +22,8 @@ from .cells import duration, tokens
 NO_PROGRESS = Counter(
     "no_progress", "same observation in a row", "", "no_progress_rounds", "observations", LOOP
 )
+#: The session's spend so far against ``max_cost`` (a loop cap the rollup does not bucket).
+COST = Counter("cost", "cost", "total_cost_usd", "max_cost", "cost", LOOP)
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,7 @@ class Gauge:
 SHORT = {
     "rounds": "rounds", "tool_calls": "calls", "output_tokens": "tokens", "tool_errors": "errors",
     "no_progress": "same obs", "steps": "steps", "writes": "writes", "seconds": "time",
+    "cost": "cost",
 }
 
 
@@ -61,11 +65,12 @@ class Meter:
 
 
 def gauges(session: Mapping[str, Any]) -> list[Gauge]:
-    """The counters that hold ``session``, in the seeds' order, no-progress after tool errors."""
+    """The counters that hold ``session``, in the seeds' order, no-progress and cost after
+    tool errors."""
     budget = json.loads(session.get("budget") or "{}")
     carried = set((session.get("meters") or "").split(","))
     families = families_for(session.get("dialect") or "native")
-    counters = [*COUNTERS[:4], NO_PROGRESS, *COUNTERS[4:]]
+    counters = [*COUNTERS[:4], NO_PROGRESS, COST, *COUNTERS[4:]]
     return [
         Gauge(c.name, c.label, budget.get(c.cap), c.meter is None or c.meter in carried)
         for c in counters
@@ -80,6 +85,8 @@ def show(name: str, value: float | None) -> str:
         return tokens(value)
     if name == "seconds":
         return duration(value)
+    if name == COST.name:
+        return usd(value)
     return f"{value:g}"
 
 
@@ -117,7 +124,7 @@ def run_length(latest_first: Sequence[str]) -> int:
     return count
 
 
-COLUMNS = {c.name: c.column for c in COUNTERS}
+COLUMNS = {c.name: c.column for c in (*COUNTERS, COST)}
 
 
 def step_meters(

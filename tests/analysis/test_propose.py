@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 
-from ledger.analysis.propose import CAPS, Proposal, propose, to_toml, trial, usage
+from ledger.analysis.propose import CAPS, Proposal, propose, to_toml, trial, trial_lines, usage
 from ledger.analysis.whatif import COMPLETE, Replayer, evaluate
 from ledger.cli import cli
 from ledger.cli.options import EXIT_NO_VERIFIED
@@ -231,3 +231,20 @@ def test_cli_nothing_to_propose_from_exits_4(sample_db: Path, task_class: str) -
     result = invoke("propose-budget", sample_db, "--task-class", task_class)
     assert result.exit_code == EXIT_NO_VERIFIED == 6
     assert "completed with a verified terminal signal: no budget can be proposed" in result.output
+
+
+def test_the_trial_says_what_the_proposal_would_have_saved() -> None:
+    """Verified: two rounds of $0.10, so max_cost is $0.21 (and max_rounds 3). A runaway of
+    five rounds stops at its third ($0.30 spent): the proposal would have saved $0.20."""
+    def paid(n: int) -> list[Event]:
+        return [Event("round", tool_calls=0, output_tokens=1, cost=0.1) for _ in range(n)]
+
+    proposal = propose("work", [usage(session(sid="v"), paid(2))])
+    assert proposal.budget.max_cost == 0.21
+    runaway = StoredSession("r", "work", "native", COMPLETE, None, None, None, OFF, 0.5)
+    trial(proposal, [(session(sid="v"), paid(2)), (runaway, paid(5))], DEFAULT_VENDOR_MAP)
+    (stopped,) = proposal.stopped
+    assert (stopped.session_id, stopped.new.at, stopped.saved_usd) == ("r", 3, 0.2)
+    found = proposal.to_dict()["trial"]
+    assert (found["cost_usd"], found["saved_usd"]) == (0.5, 0.2)
+    assert "they would have saved $0.20 (40%)" in "\n".join(trial_lines(proposal))

@@ -253,8 +253,14 @@ def test_cli_prices_stored_rounds_with_a_prices_file(tmp_path: Path) -> None:
     result = invoke("what-if", db, "-b", "max_cost=1", "--prices", prices, "--json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    # Until steps keep each round's cost (issue 19, item 2), a stored round replays without one.
-    assert (data["earlier"], data["unpriced"]) == (0, 1)
+    # Each stored round keeps its cost: at $1 the session stops at its second round, and
+    # the two rounds after it ($1.00) are what the cap would have saved.
+    assert (data["earlier"], data["unpriced"]) == (1, 0)
+    assert data["changes"][0]["new"] == {
+        "reason": "max_cost", "at": 2, "detail": "cost $1.0000 >= $1"}
+    assert (data["cost_usd"], data["saved_usd"]) == (2.0, 1.0)
+    text = invoke("what-if", db, "-b", "max_cost=1").output
+    assert "they would have saved $1.00 (50%)" in text
     prices.write_text('[models."acme"]\ninput = -1\noutput = 2\n')
     bad = invoke("what-if", db, "-b", "max_cost=1", "--prices", prices)
     assert bad.exit_code == 1

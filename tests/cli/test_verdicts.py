@@ -156,3 +156,24 @@ def test_help_has_an_example(command: str) -> None:
     result = run(command, "--help")
     assert result.exit_code == 0
     assert "Example:" in result.output
+
+
+def test_paid_path_gives_each_class_its_share_of_the_spend(tmp_path: Path) -> None:
+    from tests.dashboard import spend_data
+
+    db = spend_data.build(tmp_path)
+    out = run("paid-path", db).output
+    assert "  spend: $1.50, 75.0% of all (1 of 1 sessions priced)" in out
+    assert "  spend: $0.50, 25.0% of all (1 of 2 sessions priced)" in out
+    found = json.loads(run("paid-path", db, "--json").output)
+    assert {c["task_class"]: c["spend"] for c in found["task_classes"]} == {
+        "docs": {"cost_usd": 0.5, "share_of_spend": 0.25, "priced_sessions": 1, "sessions": 2},
+        "refactor": {"cost_usd": 1.5, "share_of_spend": 0.75, "priced_sessions": 1,
+                     "sessions": 1},
+    }
+
+
+def test_paid_path_of_a_database_without_money_prints_no_spend(sample_db: Path) -> None:
+    assert "spend:" not in run("paid-path", sample_db).output
+    found = json.loads(run("paid-path", sample_db, "--json").output)
+    assert all(c["spend"]["cost_usd"] is None for c in found["task_classes"])

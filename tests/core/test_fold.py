@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ledger.config.prices import load_prices
 from ledger.core.budget import Budget
 from ledger.core.events import Event
 from ledger.core.fold import (
@@ -23,6 +24,7 @@ from ledger.core.fold import (
     Session,
     families_for,
 )
+from ledger.core.pricing import Tokens
 from ledger.core.redact import redact
 from ledger.core.vendors import DEFAULT_VENDOR_MAP
 
@@ -156,6 +158,48 @@ def test_a_no_progress_run_counts_what_it_cost(fold: Fold) -> None:
     (run,) = [i for i in incidents if i["kind"] == NO_PROGRESS]
     assert (run["start_idx"], run["end_idx"], run["length"]) == (2, 4, 3)
     assert (run["output_tokens"], run["tool_calls"], run["detail"]) == (160, 7, "same")
+
+
+def test_steps_and_incidents_keep_what_they_cost() -> None:
+    """Each round's cost, the running total (None until the session has a cost), and each
+    run's spend after its first event (the rounds between its events included)."""
+    fold = Fold(Budget(), DEFAULT_VENDOR_MAP, no_redaction)
+    s = session(fold)
+    steps, incidents = feed(fold, s, [
+        Event("think", observation="x"),
+        Event("round", cost=0.25, observation="x"),
+        Event("round", cost=0.5),
+        Event("round", cost=1.0, observation="x"),
+        Event("round", cost=2.0, observation="y"),
+    ])
+    assert [(t["cost_usd"], t["total_cost_usd"]) for t in steps] == [
+        (None, None), (0.25, 0.25), (0.5, 0.75), (1.0, 1.75), (2.0, 3.75)]
+    (run,) = incidents
+    assert (run["kind"], run["start_idx"], run["end_idx"], run["cost_usd"]) == (
+        NO_PROGRESS, 1, 4, 1.75)
+
+
+def test_an_incident_of_a_session_without_a_cost_has_none(fold: Fold) -> None:
+    _, incidents = feed(fold, session(fold), [retry(), retry()])
+    assert [(i["kind"], i["cost_usd"]) for i in incidents] == [(RETRY_STORM, None)]
+
+
+def test_a_streamed_responses_later_lines_are_priced_at_its_model() -> None:
+    """Its first line counts the prompt and part of the output; later lines (the same round)
+    add output tokens and name no model: they are priced at the round's."""
+    fold = Fold(Budget(), DEFAULT_VENDOR_MAP, no_redaction, prices=load_prices())
+    s = session(fold)
+    model = "claude-opus-4-6"
+    steps, _ = feed(fold, s, [
+        Event("round", model=model, input_tokens=1000, output_tokens=10),
+        Event("round", same_round=True, input_tokens=0, output_tokens=990),
+        Event("round", same_round=True, output_tokens=5),  # no input count: half a usage
+    ])
+    whole = load_prices().cost(model, Tokens(1000, 1000))
+    assert whole is not None
+    assert s.row()["cost_usd"] == pytest.approx(whole.amount)
+    assert [t["model"] for t in steps] == [model, None, None]  # the rows say what the log says
+    assert steps[2]["cost_usd"] is None
 
 
 def test_events_without_an_observation_do_not_break_a_run(fold: Fold) -> None:

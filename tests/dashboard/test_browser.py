@@ -30,7 +30,7 @@ from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_play
 
 from ledger.cli import cli
 from tests import dashboard_data as data
-from tests.dashboard import bidi_data
+from tests.dashboard import bidi_data, spend_data
 from tests.helpers import ROOT, SAMPLES
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -421,3 +421,38 @@ def test_the_readme_screenshot_of_the_samples_overview(
             " tests/dashboard/test_browser.py -k readme_screenshot and commit the image",
             stacklevel=1,
         )
+
+
+@pytest.fixture(scope="module")
+def spend_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    yield from serve_built(tmp_path_factory, "spend", spend_data.build)
+
+
+def test_the_spend_views(browser: Browser, spend_server: str) -> None:
+    """The overview's spend (total, per class with its share, over time), the paid path's
+    share, a run's cost, and the timeline's spend against max_cost, drawn without an error."""
+    watch = Watch(spend_server)
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, base_url=spend_server)
+    watch.attach(context)
+    page = watch.page(context.new_page())
+    try:
+        page.goto("/ledger/-/overview")
+        spend = page.locator("#spend")
+        expect(spend.locator(".ledger-spend-total")).to_have_text("$2.00")
+        expect(spend).to_contain_text("2 of 3 sessions priced, in USD")
+        expect(spend).to_contain_text("$0.50 after the budget's stop")
+        expect(spend.locator("table.ledger-spend tr", has_text="refactor")).to_contain_text(
+            "75.0%")
+        expect(spend.locator("canvas[data-ledger-chart^=spend][data-drawn=true]")).to_have_count(2)
+        expect(page.locator("#paid-path tr", has_text="refactor")).to_contain_text("75.0%")
+        shoot(page, "overview-spend")
+        page.goto("/ledger/-/no-progress")
+        expect(page.locator("tr.ledger-no-progress .ledger-cost")).to_have_text("$1.00")
+        page.goto(session_url(spend_data.STOPPED))
+        expect(page.locator(".ledger-gauges")).to_contain_text("cost $1.00 / $1.00")
+        expect(page.locator(".ledger-facts")).to_contain_text("$1.50 of a max_cost of $1.00")
+        charts_drawn(page, 1)
+        shoot(page, "session-max-cost")
+    finally:
+        context.close()
+    assert watch.errors == [] and watch.external == [] and watch.dialogs == []

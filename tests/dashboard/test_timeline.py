@@ -25,14 +25,24 @@ def session(dialect: str, meters: str = ALL_METERS, **caps: Any) -> dict[str, An
 @pytest.mark.parametrize(
     ("dialect", "names"),
     [
-        ("trace", ["rounds", "tool_calls", "output_tokens", "tool_errors", "no_progress"]),
+        ("trace", ["rounds", "tool_calls", "output_tokens", "tool_errors", "no_progress",
+                   "cost"]),
         ("gate", ["steps", "writes", "seconds"]),
         ("native", ["rounds", "tool_calls", "output_tokens", "tool_errors", "no_progress",
-                    "steps", "writes", "seconds"]),
+                    "cost", "steps", "writes", "seconds"]),
     ],
 )
 def test_each_dialect_is_held_to_its_own_seeds_caps(dialect: str, names: list[str]) -> None:
     assert [g.name for g in gauges(session(dialect))] == names
+
+
+def test_the_spend_so_far_is_drawn_against_max_cost() -> None:
+    held = {g.name: g for g in gauges(session("native", meters="cost", max_cost=2.0))}
+    assert held["cost"].measured and held["cost"].cap == 2.0
+    shown = step_meters({"total_cost_usd": 0.5}, 0, [held["cost"]])[0]
+    assert (shown.percent, shown.text) == (25.0, "$0.50 / $2.00")
+    unpriced = {g.name: g for g in gauges(session("native", max_cost=2.0))}["cost"]
+    assert meter(unpriced, None).text == "not measured"  # no cost: the cap cannot be honoured
 
 
 def test_a_counter_without_its_meter_is_not_measured() -> None:

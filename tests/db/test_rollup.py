@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -13,11 +13,11 @@ from ledger.core.budget import Budget
 from ledger.db import connection, rollup, writes
 from ledger.ingest.ingester import ingest
 from ledger.ingest.options import Options
-from tests.helpers import rows
+from tests.helpers import REAL_LOGS, rows
 
 
-def stored(db_path: Path) -> list[tuple]:
-    columns = ", ".join((*rollup.KEY_NAMES, *rollup.MEASURE_NAMES))
+def stored(db_path: Path, measures: Sequence[str] = rollup.MEASURE_NAMES) -> list[tuple]:
+    columns = ", ".join((*rollup.KEY_NAMES, *measures))
     order = ", ".join(rollup.KEY_NAMES)
     with sqlite3.connect(db_path) as conn:
         return conn.execute(f"select {columns} from session_rollup order by {order}").fetchall()
@@ -157,8 +157,10 @@ def test_rollups_stay_equal_to_a_rebuild(
 
 
 def test_the_migration_fills_the_rollup_of_an_older_database(samples: Path, db_path: Path) -> None:
+    """Migration 005 alone, run again: the rollup of its time (012 adds the money)."""
+    base = [name for name, _ in rollup.BASE_MEASURES]
     ingest(db_path, [samples])
-    expected = stored(db_path)
+    expected = stored(db_path, base)
     with sqlite3.connect(db_path) as conn:
         conn.execute("drop table session_rollup")
         for (index,) in conn.execute(
@@ -171,7 +173,24 @@ def test_the_migration_fills_the_rollup_of_an_older_database(samples: Path, db_p
     db = connection.connect(db_path)
     assert isinstance(db, sqlite_utils.Database)
     db.conn.close()
-    assert stored(db_path) == expected
+    assert stored(db_path, base) == expected
+
+
+def test_migration_012_refills_the_rollup_with_the_money(db_path: Path) -> None:
+    ingest(db_path, [REAL_LOGS], Options(budget=Budget(max_rounds=2)))
+    with sqlite3.connect(db_path) as conn:
+        conn.execute("drop table session_rollup")
+        rollup.create(conn, rollup.BASE_MEASURES)
+        rollup.add_money(conn)
+    assert stored(db_path) == rebuilt(db_path)
+    money = rows(db_path, "select sum(priced) as priced, sum(cost_nusd) as nusd, "
+                 "sum(cost_after_stop_nusd) as after from session_rollup")[0]
+    spent = rows(db_path, "select count(s.cost_usd) as priced, sum(s.cost_usd) as usd, "
+                 "sum(s.cost_usd - t.total_cost_usd) as after from sessions s left join steps t "
+                 "on t.session_id = s.session_id and t.idx = s.stop_at")[0]
+    assert money["priced"] == spent["priced"] > 0
+    assert money["nusd"] == pytest.approx(spent["usd"] * rollup.NANO, abs=money["priced"])
+    assert 0 < money["after"] == pytest.approx(spent["after"] * rollup.NANO, abs=money["priced"])
 
 
 def test_a_file_that_fails_mid_way_leaves_the_rollup_whole(
