@@ -13,6 +13,7 @@ import fcntl
 import hashlib
 import json
 import os
+import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,6 +26,7 @@ from ledger.live.hook import HookState, Payload, Verdict
 DEFAULT_DB = Path("~/.agent-ledger/ledger.db")
 DB_ENV = "AGENT_LEDGER_DB"
 LOG_NAME = "hook.log"
+BUSY_TIMEOUT_S = 5.0  # under the hook's timeout in settings.json
 STATUS_COUNTERS = ("steps", "writes", "tool_calls", "output_tokens", "consecutive_tool_errors",
                    "cost")
 
@@ -74,8 +76,9 @@ def save(path: Path, state: HookState) -> None:
 def record(
     db_path: Path, payload: Payload | None, verdict: Verdict, budget_digest: str, took_ms: float
 ) -> None:
-    """One ``hook_decisions`` row, through the redacting writer."""
-    from ledger.db.connection import connect
+    """One ``hook_decisions`` row, through the redacting writer. Plain ``sqlite3`` once the
+    table exists (sqlite-utils and the migrations cost a hook call 0.4 s to import); a new
+    database is made and migrated by :func:`ledger.db.connection.connect` first."""
     from ledger.db.writes import clean, now
 
     row: dict[str, Any] = {
@@ -95,17 +98,31 @@ def record(
         "transcript_path": payload.transcript_path if payload else None,
         "took_ms": round(took_ms, 2),
     }
+    values = [clean(v) for v in row.values()]
     db_path.parent.mkdir(parents=True, exist_ok=True)
-    db = connect(db_path)
+    conn = _open(db_path)
     try:
-        columns = ", ".join(row)
-        marks = ", ".join("?" for _ in row)
-        db.conn.execute(
-            f"INSERT INTO hook_decisions ({columns}) VALUES ({marks})",
-            [clean(v) for v in row.values()],
+        conn.execute(
+            f"INSERT INTO hook_decisions ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+            values,
         )
+        conn.commit()
     finally:
-        db.conn.close()
+        conn.close()
+
+
+def _open(db_path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(str(db_path), timeout=BUSY_TIMEOUT_S)
+    found = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'hook_decisions'"
+    ).fetchone()
+    if found is None:
+        conn.close()
+        from ledger.db.connection import connect
+
+        connect(db_path).conn.close()
+        conn = sqlite3.connect(str(db_path), timeout=BUSY_TIMEOUT_S)
+    return conn
 
 
 def session_status(db: Path, session_id: str | None) -> list[dict[str, Any]]:
