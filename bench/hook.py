@@ -3,9 +3,11 @@
 A transcript of ``--lines`` lines is built from the public Claude Code sample (its lines
 repeated with fresh ids), then grown by ``--calls`` more tool calls, one hook call after each,
 as in a live session: each call reads only the lines written since the last one. Timed two
-ways: the whole process Claude Code starts (``python -m ledger hook claude-code``: interpreter,
-imports, state, fold, database row), and the call inside one process (``hook_run.run``). The
-first call on the long transcript, with no saved state, is timed apart (it reads everything).
+ways, in turn: the whole process Claude Code starts (``python -m ledger hook claude-code``:
+interpreter, imports, the secret scanner's rules, state, fold, database row), the resident
+client (``python -S hook_client.py``, answered by ``hook serve``), and the call inside one
+process (``hook_run.run``). The first call on the long transcript, with no saved state, is
+timed apart (it reads everything).
 
     .venv/bin/python bench/hook.py                       # 5,000 and 100 lines, 40 calls each
     .venv/bin/python bench/hook.py --lines 5000 --calls 100
@@ -26,7 +28,9 @@ from typing import Any
 
 from ledger.core.budget import Budget
 from ledger.ingest.options import Options
+from ledger.live import hook_client
 from ledger.live.hook_run import run
+from ledger.live.hook_server import socket_path
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = (ROOT / "tests/fixtures/real-agent-logs"
@@ -72,7 +76,7 @@ def call_of(raw: bytes, transcript: Path) -> dict[str, Any] | None:
 
 def bench(count: int, calls: int, work: Path) -> dict[str, Any]:
     transcript, db = work / "t.jsonl", work / "ledger.db"
-    body = lines(count + calls * 20)
+    body = lines(count + calls * 60)
     head, tail = body[:count], body[count:]
     transcript.write_bytes(b"".join(head))
     options = Options(budget=NO_CAPS)
@@ -80,34 +84,44 @@ def bench(count: int, calls: int, work: Path) -> dict[str, Any]:
     started = time.perf_counter()
     run(json.dumps(first).encode(), db, lambda _f: options)
     cold = (time.perf_counter() - started) * 1000
-    command = [sys.executable, "-m", "ledger", "hook", "claude-code", "--db", str(db),
-               "--budget", "max_steps=off", "--budget", "max_seconds=off",
+    caps = ["--db", str(db), "--budget", "max_steps=off", "--budget", "max_seconds=off",
                "--budget", "max_writes=off", "--budget", "max_rounds=off",
                "--budget", "max_tool_calls=off", "--budget", "max_output_tokens=off",
                "--budget", "max_consecutive_tool_errors=off",
-               "--budget", "no_progress_rounds=off"]
+            "--budget", "no_progress_rounds=off"]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "plugins")])}
-    process, inside = [], []
-    with transcript.open("ab") as f:
-        for raw in tail:
-            f.write(raw)
-            f.flush()
-            call = call_of(raw, transcript)
-            if call is None:
-                continue
-            stdin = json.dumps(call).encode()
-            if len(process) <= len(inside):
+    full = [sys.executable, "-m", "ledger", "hook", "claude-code", *caps]
+    client = [sys.executable, "-S", hook_client.__file__, str(socket_path(db)), *caps]
+    server = subprocess.Popen([sys.executable, "-m", "ledger", "hook", "serve", *caps], env=env,
+                              stderr=subprocess.DEVNULL)
+    while not socket_path(db).exists():
+        time.sleep(0.05)
+    kinds: dict[str, list[float]] = {"process": [], "resident": [], "in_process": []}
+    try:
+        with transcript.open("ab") as f:
+            for raw in tail:
+                f.write(raw)
+                f.flush()
+                call = call_of(raw, transcript)
+                if call is None:
+                    continue
+                stdin = json.dumps(call).encode()
+                kind = min(kinds, key=lambda k: len(kinds[k]))
                 started = time.perf_counter()
-                subprocess.run(command, input=stdin, check=True, env=env, capture_output=True)
-                process.append((time.perf_counter() - started) * 1000)
-            else:
-                started = time.perf_counter()
-                run(stdin, db, lambda _f: options)
-                inside.append((time.perf_counter() - started) * 1000)
-            if len(inside) >= calls:
-                break
+                if kind == "in_process":
+                    run(stdin, db, lambda _f: options)
+                else:
+                    command = full if kind == "process" else client
+                    subprocess.run(command, input=stdin, check=True, env=env,
+                                   capture_output=True)
+                kinds[kind].append((time.perf_counter() - started) * 1000)
+                if min(len(v) for v in kinds.values()) >= calls:
+                    break
+    finally:
+        server.terminate()
+        server.wait()
     return {"lines": count, "cold_first_call_ms": round(cold, 1),
-            "process": summary(process), "in_process": summary(inside)}
+            **{kind: summary(times) for kind, times in kinds.items()}}
 
 
 def summary(times: list[float]) -> dict[str, float]:
@@ -125,6 +139,12 @@ def main() -> None:
     args = parser.parse_args()
     print(f"load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} cores, "
           f"Python {sys.version.split()[0]}")
+    bare = []
+    for _ in range(10):
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-S", "-c", "pass"], check=True)
+        bare.append((time.perf_counter() - started) * 1000)
+    print(json.dumps({"bare_interpreter_start": summary(bare)}))
     for count in args.lines or [5000, 100]:
         with tempfile.TemporaryDirectory() as work:
             print(json.dumps(bench(count, args.calls, Path(work))))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shlex
 import shutil
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -61,8 +62,20 @@ def claude_code_command(
     Example (what Claude Code runs; `hook install` writes it for you):
         agent-ledger hook claude-code --db ~/.agent-ledger/ledger.db < call.json
     """
-    from ledger.live.hook import HookInputError
     from ledger.live.hook_run import run
+
+    options_for = _options_for(budget_pairs, vendor_map, prices)
+    stdin = sys.stdin.buffer.read()
+    text = run(stdin, _db(db_path), options_for, budget_file, fail_open)
+    if text:
+        click.echo(text)
+
+
+def _options_for(
+    budget_pairs: tuple[str, ...], vendor_map: str | None, prices: str | None
+) -> Any:
+    """The options to fold under, given the budget file found for a session."""
+    from ledger.live.hook import HookInputError
 
     def options_for(found: str | None) -> Any:
         try:
@@ -70,10 +83,46 @@ def claude_code_command(
         except click.ClickException as exc:  # a bad budget: the call is denied, saying why
             raise HookInputError(exc.message) from None
 
-    stdin = sys.stdin.buffer.read()
-    text = run(stdin, _db(db_path), options_for, budget_file, fail_open)
-    if text:
-        click.echo(text)
+    return options_for
+
+
+@hook_group.command(name="serve")
+@click.option("--db", "db_path", type=click.Path(dir_okay=False), help=DB_HELP)
+@click.option(
+    "--fail-open", is_flag=True,
+    help="Allow the call when the hook cannot check it (default: deny it, fail closed).",
+)
+@budget_options
+def serve_command(
+    db_path: str | None, fail_open: bool, budget_pairs: tuple[str, ...],
+    budget_file: str | None, vendor_map: str | None, prices: str | None,
+) -> None:
+    """Answer hook calls from a resident process, warm (install with --resident to use it).
+
+    A call started as a process loads Python, agent-ledger and the secret scanner's rules
+    each time; this server loads them once and answers over a Unix socket beside the
+    database. Without it running, the --resident hook falls back to the full command.
+
+    \b
+    Example:
+        agent-ledger hook serve --db ~/.agent-ledger/ledger.db &
+        agent-ledger hook install --resident
+    """
+    from ledger.core.redact import redact
+    from ledger.live.hook_run import run
+    from ledger.live.hook_server import serve, socket_path
+
+    db = _db(db_path)
+    options_for = _options_for(budget_pairs, vendor_map, prices)
+    options_for(budget_file)  # prices and maps loaded, and a bad budget refused, now
+    redact("warm the scanner: " + "A1b2" * 8)
+    path = socket_path(db)
+    click.echo(f"agent-ledger hook serve: answering on {path} (Ctrl-C to stop)", err=True)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # the socket removed on the way out
+    try:
+        serve(path, lambda stdin: run(stdin, db, options_for, budget_file, fail_open))
+    except KeyboardInterrupt:
+        pass
 
 
 def _scope_options(func: Any) -> Any:
@@ -126,10 +175,14 @@ def _apply(path: Path, after: dict[str, Any], before: dict[str, Any], dry_run: b
 )
 @click.option("--db", "db_path", type=click.Path(dir_okay=False), help=DB_HELP)
 @click.option("--fail-open", is_flag=True, help="Install the hook with --fail-open.")
+@click.option(
+    "--resident", is_flag=True,
+    help="Install the light client of `hook serve` (falls back to the full command).",
+)
 @click.option("--dry-run", is_flag=True, help="Show the change without writing it.")
 def install_command(
     scope: str, project_dir: str, budget_file: str | None, db_path: str | None,
-    fail_open: bool, dry_run: bool,
+    fail_open: bool, resident: bool, dry_run: bool,
 ) -> None:
     """Add the hook to Claude Code's settings.json: merged with what is there (your other
     hooks are kept), the change shown as a diff, the old file kept as a backup. Running it
@@ -140,11 +193,21 @@ def install_command(
         agent-ledger hook install --project --budget-file .agent-ledger.toml
         agent-ledger hook install --user --dry-run
     """
-    parts = [_executable(), "hook", "claude-code", "--db", shlex.quote(str(_db(db_path)))]
+    db = _db(db_path)
+    args = ["--db", shlex.quote(str(db))]
     if budget_file:
-        parts += ["--budget-file", shlex.quote(str(Path(budget_file).resolve()))]
+        args += ["--budget-file", shlex.quote(str(Path(budget_file).resolve()))]
     if fail_open:
-        parts.append("--fail-open")
+        args.append("--fail-open")
+    if resident:
+        from ledger.live import hook_client
+        from ledger.live.hook_server import socket_path
+
+        client = shlex.quote(str(Path(hook_client.__file__).resolve()))
+        sock = shlex.quote(str(socket_path(db)))
+        parts = [shlex.quote(sys.executable), "-S", client, sock, *args]
+    else:
+        parts = [_executable(), "hook", "claude-code", *args]
     path = _target(scope, project_dir)
     try:
         before = hook_settings.read(path)

@@ -3,7 +3,8 @@ touched (docs/hooks.md).
 
 Claude Code reads hooks from ``hooks.<Event>``: a list of matcher groups, each
 ``{"matcher": ..., "hooks": [{"type": "command", "command": ..., "timeout": ...}]}``. The
-brake's entry is the command hook whose command runs ``hook claude-code``; merging removes any
+brake's entry is the command hook whose command runs ``hook claude-code`` (or the resident
+client, ``hook_client.py``); merging removes any
 such entry first and adds one, so installing twice (or with another budget file) leaves one.
 Pure functions over the parsed file, and a thin writer that shows the diff and keeps a backup.
 """
@@ -18,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-MARK = " hook claude-code"
+MARKS = (" hook claude-code", "hook_client.py ")
 #: The events the brake is installed for: PreToolUse alone decides; each call reads every new
 #: line of the transcript, so no other event is needed (the command accepts them all).
 EVENTS = ("PreToolUse",)
@@ -41,7 +42,7 @@ def settings_path(scope: str, project: Path, home: Path) -> Path:
 def is_ours(hook: Any) -> bool:
     return (
         isinstance(hook, dict) and hook.get("type") == "command"
-        and MARK in f" {hook.get('command', '')}"
+        and any(mark in f" {hook.get('command', '')} " for mark in MARKS)
     )
 
 

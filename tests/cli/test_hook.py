@@ -85,3 +85,19 @@ def test_claude_code_then_status(tmp_path: Path) -> None:
         f"{last['sessionId']}:agent-{last['agentId']}"]
     code, out = invoke("status", "--db", db, "--session", "nope")
     assert code == 1 and "has seen no session 'nope'" in out
+
+
+def test_install_resident_writes_the_client_and_uninstall_takes_it_out(tmp_path: Path) -> None:
+    db = tmp_path / "l.db"
+    code, out = invoke("install", "--dir", str(tmp_path), "--db", str(db), "--resident")
+    assert code == 0, out
+    settings = tmp_path / ".claude" / "settings.json"
+    command = json.loads(settings.read_text())["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+    assert " -S " in command and "hook_client.py" in command
+    assert f"{db}.hook/hook.sock --db {db}" in command
+    code, out = invoke("install", "--dir", str(tmp_path), "--db", str(db))  # back to the process
+    commands = [h["command"] for g in json.loads(settings.read_text())["hooks"]["PreToolUse"]
+                for h in g["hooks"]]
+    assert len(commands) == 1 and "hook claude-code" in commands[0]
+    invoke("uninstall", "--dir", str(tmp_path))
+    assert json.loads(settings.read_text()) == {}
