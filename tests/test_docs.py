@@ -54,8 +54,16 @@ def reference_module() -> ModuleType:
 
 
 def commands() -> list[tuple[str, click.Command]]:
+    """Every command, and every sub-command of a group (``hook install``)."""
+    found: list[tuple[str, click.Command | None]] = []
     with click.Context(cli, info_name="agent-ledger") as ctx:
-        found = [(name, cli.get_command(ctx, name)) for name in cli.list_commands(ctx)]
+        for name in cli.list_commands(ctx):
+            command = cli.get_command(ctx, name)
+            found.append((name, command))
+            if isinstance(command, click.Group):
+                with click.Context(command, parent=ctx, info_name=name) as sub:
+                    found += [(f"{name} {n}", command.get_command(sub, n))
+                              for n in command.list_commands(sub)]
     return [(name, command) for name, command in found if command is not None]
 
 

@@ -289,6 +289,23 @@ def _m012_prices(db: sqlite_utils.Database) -> None:
     rollup.add_money(db.conn)
 
 
+def _m013_hook_decisions(db: sqlite_utils.Database) -> None:
+    """The live brake's decisions (issue 20): one row per tool call Claude Code asked
+    ``agent-ledger hook claude-code`` about, allowed or denied, with the session's counters
+    (JSON) as they stood, the stop and the reason the model was given when denied; ``event_idx``
+    is the call's step in its session (``steps.idx`` once the transcript is ingested)."""
+    db["hook_decisions"].create(
+        {
+            "id": int, "at": str, "session_id": str, "hook_event": str, "tool_use_id": str,
+            "tool_name": str, "action": str, "decision": str, "stop_reason": str,
+            "stop_detail": str, "reason": str, "event_idx": int, "counters": str,
+            "budget_digest": str, "transcript_path": str, "took_ms": float,
+        },
+        pk="id",
+    )
+    db["hook_decisions"].create_index(["session_id", "id"])
+
+
 #: Ordered and append-only: never edit a migration that has shipped, add a new one.
 MIGRATIONS: Sequence[tuple[str, Migration]] = (
     ("001_initial", _m001_initial),
@@ -302,6 +319,7 @@ MIGRATIONS: Sequence[tuple[str, Migration]] = (
     ("009_steps_by_session", _m009_steps_by_session),
     ("011_tokens", _m011_tokens),
     ("012_prices", _m012_prices),
+    ("013_hook_decisions", _m013_hook_decisions),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

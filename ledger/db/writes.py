@@ -22,13 +22,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from operator import itemgetter
-from typing import Any
-
-import sqlite_utils
+from typing import TYPE_CHECKING, Any
 
 from ledger.core.fold import STEP_COLUMNS, StepRow
 from ledger.core.redact import MEMO_CHARS, PLAIN_TEXT, redact, redact_json
 from ledger.db import rollup
+
+if TYPE_CHECKING:  # annotations only: the live hook imports clean() without sqlite-utils
+    import sqlite_utils
 
 
 def now() -> str:

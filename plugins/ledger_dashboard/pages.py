@@ -553,10 +553,13 @@ async def session_data(ctx: Context, session_id: str) -> dict[str, Any]:
         if i["kind"] != "retry_storm" or i["length"] >= limit
     ]
     meters = [step_meters(s, n, held) for s, n in zip(shown, repeats(shown, before), strict=True)]
+    denied = {d["event_idx"]: d for d in await queries.denied_calls(
+        ctx.db, session_id, first, TIMELINE_PAGE)}
     steps = [
         dict(
             step,
             is_stop=step["idx"] == stop_at,
+            denied=denied.get(step["idx"]),
             meters=[m.to_dict() for m in step_meter],
             incidents=sorted({
                 i["kind"] for i in incidents if i["start_idx"] <= step["idx"] <= i["end_idx"]

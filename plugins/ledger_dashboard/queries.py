@@ -375,6 +375,19 @@ async def observations_before(
     return [r["observation_hash"] for r in found]
 
 
+async def denied_calls(db: Database, session_id: str, first: int, size: int) -> list[Row]:
+    """The live brake's denials of the session's calls in steps ``first`` to
+    ``first + size - 1`` (a database made before migration 013 has none)."""
+    if "hook_decisions" not in await db.table_names():
+        return []
+    return await rows(
+        db,
+        "select event_idx, stop_reason, reason, at from hook_decisions where session_id = :id "
+        "and decision = 'deny' and event_idx >= :first and event_idx < :end order by id",
+        {"id": session_id, "first": first, "end": first + size},
+    )
+
+
 async def session_incidents(db: Database, session_id: str) -> list[Row]:
     return await rows(
         db,

@@ -1,0 +1,282 @@
+"""``agent-ledger hook``: the budget enforced live in Claude Code, through its hooks."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ledger.cli.options import budget_options, make_options, table
+from ledger.live import hook_settings, hook_store
+
+DB_HELP = (
+    "Ledger database the decisions are written to; the hook's state is kept beside it "
+    f"(default: ${hook_store.DB_ENV}, else {hook_store.DEFAULT_DB})."
+)
+
+
+def _db(value: str | None) -> Path:
+    return Path(value).expanduser().resolve() if value else hook_store.default_db()
+
+
+@click.group(name="hook")
+def hook_group() -> None:
+    """The loop budget enforced live in Claude Code, through its hooks.
+
+    Claude Code runs `agent-ledger hook claude-code` before every tool call; the hook folds the
+    session's transcript through the same machine as `ingest` and denies the call once a cap
+    is tripped. See docs/hooks.md.
+
+    \b
+    Example:
+        agent-ledger hook install --project --budget-file .agent-ledger.toml
+        agent-ledger hook status
+    """
+
+
+@hook_group.command(name="claude-code")
+@click.option("--db", "db_path", type=click.Path(dir_okay=False), help=DB_HELP)
+@click.option(
+    "--fail-open", is_flag=True,
+    help="Allow the call when the hook cannot check it (default: deny it, fail closed).",
+)
+@budget_options
+def claude_code_command(
+    db_path: str | None, fail_open: bool, budget_pairs: tuple[str, ...],
+    budget_file: str | None, vendor_map: str | None, prices: str | None,
+) -> None:
+    """Answer one Claude Code hook call: its JSON on standard input, its answer on standard
+    output (nothing when the call is allowed). Always exits 0; a call that cannot be checked
+    is denied with the reason, unless --fail-open.
+
+    Without --budget-file, the budget is the session folder's .agent-ledger.toml (or the
+    nearest one above it), else the defaults.
+
+    \b
+    Example (what Claude Code runs; `hook install` writes it for you):
+        agent-ledger hook claude-code --db ~/.agent-ledger/ledger.db < call.json
+    """
+    from ledger.live.hook_run import run
+
+    options_for = _options_for(budget_pairs, vendor_map, prices)
+    stdin = sys.stdin.buffer.read()
+    text = run(stdin, _db(db_path), options_for, budget_file, fail_open)
+    if text:
+        click.echo(text)
+
+
+def _options_for(
+    budget_pairs: tuple[str, ...], vendor_map: str | None, prices: str | None
+) -> Any:
+    """The options to fold under, given the budget file found for a session."""
+    from ledger.live.hook import HookInputError
+
+    def options_for(found: str | None) -> Any:
+        try:
+            return make_options(budget_pairs, found, vendor_map, prices)
+        except click.ClickException as exc:  # a bad budget: the call is denied, saying why
+            raise HookInputError(exc.message) from None
+
+    return options_for
+
+
+@hook_group.command(name="serve")
+@click.option("--db", "db_path", type=click.Path(dir_okay=False), help=DB_HELP)
+@click.option(
+    "--fail-open", is_flag=True,
+    help="Allow the call when the hook cannot check it (default: deny it, fail closed).",
+)
+@budget_options
+def serve_command(
+    db_path: str | None, fail_open: bool, budget_pairs: tuple[str, ...],
+    budget_file: str | None, vendor_map: str | None, prices: str | None,
+) -> None:
+    """Answer hook calls from a resident process, warm (install with --resident to use it).
+
+    A call started as a process loads Python, agent-ledger and the secret scanner's rules
+    each time; this server loads them once and answers over a Unix socket beside the
+    database. Without it running, the --resident hook falls back to the full command.
+
+    \b
+    Example:
+        agent-ledger hook serve --db ~/.agent-ledger/ledger.db &
+        agent-ledger hook install --resident
+    """
+    from ledger.core.redact import redact
+    from ledger.live.hook_run import run
+    from ledger.live.hook_server import serve, socket_path
+
+    db = _db(db_path)
+    options_for = _options_for(budget_pairs, vendor_map, prices)
+    options_for(budget_file)  # prices and maps loaded, and a bad budget refused, now
+    redact("warm the scanner: " + "A1b2" * 8)
+    path = socket_path(db)
+    click.echo(f"agent-ledger hook serve: answering on {path} (Ctrl-C to stop)", err=True)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # the socket removed on the way out
+    try:
+        serve(path, lambda stdin: run(stdin, db, options_for, budget_file, fail_open))
+    except KeyboardInterrupt:
+        pass
+
+
+def _scope_options(func: Any) -> Any:
+    func = click.option(
+        "--project", "scope", flag_value="project", default=True,
+        help="The project's .claude/settings.json (the default).",
+    )(func)
+    func = click.option(
+        "--local", "scope", flag_value="local",
+        help="The project's .claude/settings.local.json (not checked in).",
+    )(func)
+    func = click.option(
+        "--user", "scope", flag_value="user", help="Your ~/.claude/settings.json (every project).",
+    )(func)
+    return click.option(
+        "--dir", "project_dir", type=click.Path(file_okay=False), default=".",
+        show_default=True, help="The project folder (for --project and --local).",
+    )(func)
+
+
+def _target(scope: str, project_dir: str) -> Path:
+    return hook_settings.settings_path(scope, Path(project_dir).resolve(), Path.home())
+
+
+def _executable() -> str:
+    """How Claude Code should run this agent-ledger: its script, else this Python."""
+    found = shutil.which("agent-ledger")
+    if found:
+        return shlex.quote(str(Path(found).resolve()))
+    return f"{shlex.quote(sys.executable)} -m ledger"
+
+
+def _apply(path: Path, after: dict[str, Any], before: dict[str, Any], dry_run: bool) -> None:
+    if after == before:
+        click.echo(f"{path}: already up to date, nothing changed.")
+        return
+    click.echo(hook_settings.diff(path, before, after), nl=False)
+    if dry_run:
+        click.echo("(dry run: nothing written)")
+        return
+    backup = hook_settings.write(path, after)
+    click.echo(f"Wrote {path}" + (f" (backup: {backup})" if backup else ""))
+
+
+@hook_group.command(name="install")
+@_scope_options
+@click.option(
+    "--budget-file", type=click.Path(exists=True, dir_okay=False),
+    help="Budget file the hook uses (default: the session folder's .agent-ledger.toml).",
+)
+@click.option("--db", "db_path", type=click.Path(dir_okay=False), help=DB_HELP)
+@click.option("--fail-open", is_flag=True, help="Install the hook with --fail-open.")
+@click.option(
+    "--resident", is_flag=True,
+    help="Install the light client of `hook serve` (falls back to the full command).",
+)
+@click.option("--dry-run", is_flag=True, help="Show the change without writing it.")
+def install_command(
+    scope: str, project_dir: str, budget_file: str | None, db_path: str | None,
+    fail_open: bool, resident: bool, dry_run: bool,
+) -> None:
+    """Add the hook to Claude Code's settings.json: merged with what is there (your other
+    hooks are kept), the change shown as a diff, the old file kept as a backup. Running it
+    again changes nothing.
+
+    \b
+    Example:
+        agent-ledger hook install --project --budget-file .agent-ledger.toml
+        agent-ledger hook install --user --dry-run
+    """
+    db = _db(db_path)
+    args = ["--db", shlex.quote(str(db))]
+    if budget_file:
+        args += ["--budget-file", shlex.quote(str(Path(budget_file).resolve()))]
+    if fail_open:
+        args.append("--fail-open")
+    if resident:
+        from ledger.live import hook_client
+        from ledger.live.hook_server import socket_path
+
+        client = shlex.quote(str(Path(hook_client.__file__).resolve()))
+        sock = shlex.quote(str(socket_path(db)))
+        parts = [shlex.quote(sys.executable), "-S", client, sock, *args]
+    else:
+        parts = [_executable(), "hook", "claude-code", *args]
+    path = _target(scope, project_dir)
+    try:
+        before = hook_settings.read(path)
+        after = hook_settings.installed(before, " ".join(parts))
+    except hook_settings.SettingsError as exc:
+        raise click.ClickException(str(exc)) from None
+    _apply(path, after, before, dry_run)
+
+
+@hook_group.command(name="uninstall")
+@_scope_options
+@click.option("--dry-run", is_flag=True, help="Show the change without writing it.")
+def uninstall_command(scope: str, project_dir: str, dry_run: bool) -> None:
+    """Take the hook out of Claude Code's settings.json (only its entries; a backup is kept).
+
+    \b
+    Example:
+        agent-ledger hook uninstall --project
+    """
+    path = _target(scope, project_dir)
+    try:
+        before = hook_settings.read(path)
+        after = hook_settings.uninstalled(before)
+    except hook_settings.SettingsError as exc:
+        raise click.ClickException(str(exc)) from None
+    _apply(path, after, before, dry_run)
+
+
+@hook_group.command(name="status")
+@click.option("--db", "db_path", type=click.Path(dir_okay=False), help=DB_HELP)
+@click.option(
+    "--budget-file", type=click.Path(exists=True, dir_okay=False),
+    help="Budget file to show (default: .agent-ledger.toml of --dir or above it).",
+)
+@click.option(
+    "--dir", "project_dir", type=click.Path(file_okay=False), default=".", show_default=True,
+    help="The project folder whose budget file is shown.",
+)
+@click.option("--session", "session_id", help="Claude Code session id (default: the latest).")
+@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
+def status_command(
+    db_path: str | None, budget_file: str | None, project_dir: str, session_id: str | None,
+    as_json: bool,
+) -> None:
+    """Show the budget in force and the session's counters, as the hook last saw them.
+
+    \b
+    Example:
+        agent-ledger hook status --session 8463c716-a2ea-4c14-9efa-87158ebd9f20
+    """
+    from ledger.live.hook_run import find_budget_file
+
+    found = budget_file or find_budget_file(str(Path(project_dir).resolve()))
+    options = make_options((), str(found) if found else None, None)
+    try:
+        sessions = hook_store.session_status(_db(db_path), session_id)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    budget = options.budget.to_dict()
+    if as_json:
+        click.echo(json.dumps({
+            "budget_file": str(found) if found else None, "budget": budget, "sessions": sessions,
+        }, indent=2))
+        return
+    click.echo(f"Budget ({found or 'defaults: no .agent-ledger.toml found'}):")
+    click.echo(table([{"key": k, "cap": "off" if v is None else v} for k, v in budget.items()],
+                     ("key", "cap")))
+    if not sessions:
+        click.echo("\nNo session seen by the hook yet.")
+        return
+    click.echo("\nSessions:")
+    click.echo(table(sessions, tuple(sessions[0])))

@@ -1,0 +1,103 @@
+"""``agent-ledger hook``: install, uninstall, status, and the hook command itself."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from ledger.cli import cli
+from tests.helpers import REAL_LOGS
+
+SIDECHAIN = REAL_LOGS / "02_claude_code_subagent_sidechain_v2.1.39.jsonl"
+
+
+def invoke(*args: str, stdin: str | None = None) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, ["hook", *args], input=stdin)
+    return result.exit_code, result.output
+
+
+def test_install_shows_the_diff_backs_up_and_is_idempotent(tmp_path: Path) -> None:
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    theirs = {"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+        {"type": "command", "command": "echo hi"}]}]}, "model": "x"}
+    settings.write_text(json.dumps(theirs))
+    budget = tmp_path / "b.toml"
+    budget.write_text("max_steps = 40\n")
+    db = tmp_path / "l.db"
+    code, out = invoke("install", "--dir", str(tmp_path), "--budget-file", str(budget),
+                       "--db", str(db))
+    assert code == 0, out
+    assert "+            \"command\":" in out and "backup:" in out
+    after = json.loads(settings.read_text())
+    command = after["hooks"]["PreToolUse"][1]["hooks"][0]["command"]
+    assert f"hook claude-code --db {db} --budget-file {budget}" in command
+    assert after["hooks"]["PreToolUse"][0] == theirs["hooks"]["PreToolUse"][0]
+    assert [json.loads(p.read_text()) for p in settings.parent.glob("settings.json.bak-*")] == [
+        theirs]
+    code, out = invoke("install", "--dir", str(tmp_path), "--budget-file", str(budget),
+                       "--db", str(db))
+    assert (code, "already up to date" in out) == (0, True)
+    code, out = invoke("uninstall", "--dir", str(tmp_path))
+    assert code == 0 and json.loads(settings.read_text()) == theirs
+
+
+def test_dry_run_writes_nothing(tmp_path: Path) -> None:
+    code, out = invoke("install", "--local", "--dir", str(tmp_path), "--dry-run")
+    assert code == 0 and "dry run" in out
+    assert not (tmp_path / ".claude").exists()
+
+
+def test_a_broken_settings_file_is_an_error_not_a_traceback(tmp_path: Path) -> None:
+    (tmp_path / ".claude").mkdir()
+    (tmp_path / ".claude" / "settings.json").write_text("{not json")
+    code, out = invoke("install", "--dir", str(tmp_path))
+    assert code == 1 and "not valid JSON" in out and "Traceback" not in out
+
+
+def test_claude_code_then_status(tmp_path: Path) -> None:
+    """The hook as Claude Code runs it (stdin in, JSON out), then what status shows."""
+    lines = SIDECHAIN.read_bytes().splitlines(keepends=True)[:30]
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_bytes(b"".join(lines))
+    last = json.loads(lines[25])
+    block = next(b for b in last["message"]["content"] if b.get("type") == "tool_use")
+    call = {"hook_event_name": "PreToolUse", "session_id": last["sessionId"],
+            "agent_id": last["agentId"], "transcript_path": str(transcript), "cwd": str(tmp_path),
+            "tool_name": block["name"], "tool_input": block["input"], "tool_use_id": block["id"]}
+    (tmp_path / ".agent-ledger.toml").write_text("[budget]\nmax_steps = 3\n")
+    db = str(tmp_path / "l.db")
+    code, out = invoke("claude-code", "--db", db, stdin=json.dumps(call))
+    assert code == 0
+    answer = json.loads(out)["hookSpecificOutput"]
+    assert answer["permissionDecision"] == "deny"
+    assert "max_steps (steps 4 > 3)" in answer["permissionDecisionReason"]
+    code, out = invoke("claude-code", "--db", db, "--budget", "max_steps=off",
+                       "--budget", "max_seconds=off", stdin=json.dumps(call))
+    assert (code, out) == (0, "")
+    code, out = invoke("status", "--db", db, "--dir", str(tmp_path), "--json")
+    status = json.loads(out)
+    assert status["budget"]["max_steps"] == 3
+    assert status["budget_file"] == str(tmp_path / ".agent-ledger.toml")
+    assert [s["session"] for s in status["sessions"]] == [
+        f"{last['sessionId']}:agent-{last['agentId']}"]
+    code, out = invoke("status", "--db", db, "--session", "nope")
+    assert code == 1 and "has seen no session 'nope'" in out
+
+
+def test_install_resident_writes_the_client_and_uninstall_takes_it_out(tmp_path: Path) -> None:
+    db = tmp_path / "l.db"
+    code, out = invoke("install", "--dir", str(tmp_path), "--db", str(db), "--resident")
+    assert code == 0, out
+    settings = tmp_path / ".claude" / "settings.json"
+    command = json.loads(settings.read_text())["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+    assert " -S " in command and "hook_client.py" in command
+    assert f"{db}.hook/hook.sock --db {db}" in command
+    code, out = invoke("install", "--dir", str(tmp_path), "--db", str(db))  # back to the process
+    commands = [h["command"] for g in json.loads(settings.read_text())["hooks"]["PreToolUse"]
+                for h in g["hooks"]]
+    assert len(commands) == 1 and "hook claude-code" in commands[0]
+    invoke("uninstall", "--dir", str(tmp_path))
+    assert json.loads(settings.read_text()) == {}
