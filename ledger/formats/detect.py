@@ -11,13 +11,14 @@ from collections.abc import Callable
 from typing import Any
 
 from ledger.core.actions import ActionMap
-from ledger.formats import claude_code, codex, langfuse
+from ledger.formats import claude_code, codex, langfuse, otlp
 from ledger.formats.seed_dialects import TRACE, detect
 
 CLAUDE_CODE = "claude-code"
 CODEX = "codex"
 LANGFUSE = "langfuse"
-IMPORTED = (CLAUDE_CODE, CODEX, LANGFUSE)
+OTLP = "otlp"
+IMPORTED = (CLAUDE_CODE, CODEX, LANGFUSE, OTLP)
 
 #: Dialects whose file is one JSON document rather than JSON lines.
 DOCUMENTS = frozenset({TRACE, LANGFUSE})
@@ -25,8 +26,10 @@ DOCUMENTS = frozenset({TRACE, LANGFUSE})
 #: (parsed record, reader state, fallback session id, action map) -> records.
 LineReader = Callable[[Any, dict[str, Any], str, ActionMap], list[Any]]
 
-_LINE_READERS: dict[str, LineReader] = {CLAUDE_CODE: claude_code.read, CODEX: codex.read}
-_IMPORTERS = ((CLAUDE_CODE, claude_code), (CODEX, codex), (LANGFUSE, langfuse))
+_LINE_READERS: dict[str, LineReader] = {
+    CLAUDE_CODE: claude_code.read, CODEX: codex.read, OTLP: otlp.read,
+}
+_IMPORTERS = ((CLAUDE_CODE, claude_code), (CODEX, codex), (LANGFUSE, langfuse), (OTLP, otlp))
 
 
 def line_reader(dialect: str) -> LineReader | None:
