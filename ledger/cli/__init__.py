@@ -23,6 +23,7 @@ COMMANDS = {
     "propose-budget": "ledger.cli.tuning:propose_budget_command",
     "leftovers": "ledger.cli.leftovers:leftovers_command",
     "record": "ledger.cli.record:record_command",
+    "export": "ledger.cli.export:export_command",
 }
 
 

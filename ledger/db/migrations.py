@@ -278,6 +278,18 @@ def _m012_prices(db: sqlite_utils.Database) -> None:
     db["sessions"].add_column("price_source", str)
 
 
+def _m014_exports(db: sqlite_utils.Database) -> None:
+    """Beyond one machine (issue 23): the host each source was ingested on (``sources.host``,
+    NULL for sources ingested before it), and one row per export folder with its watermark:
+    ``sources``, a JSON object of each source's ``ingested_at`` and ``offset`` as last exported
+    (``agent-ledger export`` rewrites the partitions of the sources that differ)."""
+    db["sources"].add_column("host", str)
+    db["exports"].create(
+        {"out": str, "sources": str, "exported_at": str, "partitions": int, "sessions": int},
+        pk="out",
+    )
+
+
 #: Ordered and append-only: never edit a migration that has shipped, add a new one.
 MIGRATIONS: Sequence[tuple[str, Migration]] = (
     ("001_initial", _m001_initial),
@@ -291,6 +303,7 @@ MIGRATIONS: Sequence[tuple[str, Migration]] = (
     ("009_steps_by_session", _m009_steps_by_session),
     ("011_tokens", _m011_tokens),
     ("012_prices", _m012_prices),
+    ("014_exports", _m014_exports),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
