@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import sqlite3
 from pathlib import Path
 
@@ -14,16 +13,15 @@ import click
 @click.argument("out", type=click.Path(file_okay=False))
 @click.option(
     "--host",
-    default=socket.gethostname,
-    show_default="this machine's name",
-    help="The host partition of sources that name none, and of this database's task classes.",
+    help="The host partition of sources that name none, and of this database's task classes "
+    "(default: the one host its sources name, else this machine's name).",
 )
 @click.option(
     "--full",
     is_flag=True,
     help="Rewrite every partition, and remove those whose sessions are gone.",
 )
-def export_command(db_path: str, out: str, host: str, full: bool) -> None:
+def export_command(db_path: str, out: str, host: str | None, full: bool) -> None:
     """Write the sessions, steps, incidents, stop reasons and task-class verdicts of DB_PATH
     as Parquet under OUT, partitioned by day and host (docs/export.md).
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import sqlite3
 from collections import defaultdict
 from dataclasses import dataclass
@@ -52,13 +53,19 @@ class Summary:
     sources: int = 0
 
 
-def export(conn: sqlite3.Connection, out: Path, host: str, full: bool = False) -> Summary:
-    """Write what changed since the last export of ``out`` (everything when ``full``)."""
+def export(
+    conn: sqlite3.Connection, out: Path, host: str | None = None, full: bool = False
+) -> Summary:
+    """Write what changed since the last export of ``out`` (everything when ``full``).
+
+    ``host`` names the host of sources that name none and of the database's task classes;
+    by default the one host its sources name, else this machine's name."""
     out = out.resolve()
     key = str(out)
     summary = Summary()
     conn.execute("BEGIN")  # one snapshot for every read
     try:
+        host = host or default_host(conn)
         mark = _source_marks(conn)
         last = None if full else _watermark(conn, key)
         partitions = _partitions(conn, host)
@@ -76,7 +83,9 @@ def export(conn: sqlite3.Connection, out: Path, host: str, full: bool = False) -
         _write(conn, host_dir(out, "task_classes", host) / PART_FILE, "task_classes", None)
         _write(conn, out / "stop_reasons" / PART_FILE, "stop_reasons", None)
         if full:
-            summary.removed = _remove_stale(out, {(d, _host_name(h)) for d, h in partitions})
+            mine = {_host_name(h) for h in _hosts(conn, host)}
+            live = {(d, _host_name(h)) for d, h in partitions}
+            summary.removed = _remove_stale(out, live, mine)
     finally:
         conn.execute("COMMIT")
     summary.sources = len(mark)
@@ -169,14 +178,26 @@ def _host_name(host: str) -> str:
     return partition_dir(Path(), "", "", host).name.removeprefix("host=")
 
 
-def _remove_stale(out: Path, live: set[Partition]) -> int:
-    """Remove the partitions of a full export that no session fills any more."""
+def default_host(conn: sqlite3.Connection) -> str:
+    """The one host a database's sources name, else this machine's name."""
+    named = conn.execute("SELECT DISTINCT host FROM sources WHERE host IS NOT NULL").fetchall()
+    return named[0][0] if len(named) == 1 else socket.gethostname()
+
+
+def _hosts(conn: sqlite3.Connection, host: str) -> set[str]:
+    """The hosts this database exports: its sources' and ``host`` (for those naming none)."""
+    return {host} | {h for (h,) in conn.execute("SELECT DISTINCT host FROM sources") if h}
+
+
+def _remove_stale(out: Path, live: set[Partition], hosts: set[str]) -> int:
+    """Remove the partitions of a full export that no session fills any more, among this
+    database's hosts only: other hosts export into the same tree."""
     removed = 0
     for table in SESSION_TABLES:
         for part in sorted((out / table).glob(f"day=*/host=*/{PART_FILE}")):
             day = part.parent.parent.name.removeprefix("day=")
             host = part.parent.name.removeprefix("host=")
-            if (day, host) not in live:
+            if host in hosts and (day, host) not in live:
                 shutil.rmtree(part.parent)
                 removed += table == "sessions"
     return removed

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -46,6 +47,9 @@ class Options:
     parallel_min_bytes: int = PARALLEL_MIN_BYTES
     #: Prices rounds that give a model and tokens but no cost (see ledger.core.pricing).
     prices: PriceBook = field(default_factory=library_book)
+    #: The machine the files are read on, recorded as ``sources.host`` (``--host``); it
+    #: names the host partition of an export (see ledger.export) and folds nothing.
+    host: str = field(default_factory=socket.gethostname)
 
     @property
     def fold_digest(self) -> str:

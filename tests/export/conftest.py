@@ -9,6 +9,7 @@ import pytest
 from ledger.db import connection
 from ledger.export.parquet import export
 from ledger.ingest.ingester import ingest
+from ledger.ingest.options import Options
 from tests.helpers import FIXTURES, SAMPLES
 
 #: The bundled samples (retry storms, no-progress runs, caps), the public agent logs (unknown
@@ -19,7 +20,7 @@ INPUTS = (SAMPLES, FIXTURES / "real-agent-logs", FIXTURES / "otlp")
 @pytest.fixture(scope="module")
 def ledger_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     db = tmp_path_factory.mktemp("ledger") / "ledger.db"
-    ingest(db, list(INPUTS))
+    ingest(db, list(INPUTS), Options(host="laptop-1"))
     return db
 
 
@@ -30,7 +31,7 @@ def exported(ledger_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def run_export(db_path: Path, out: Path, host: str, full: bool = False):
+def run_export(db_path: Path, out: Path, host: str | None, full: bool = False):
     db = connection.connect(db_path)
     try:
         return export(db.conn, out, host, full=full)

@@ -8,6 +8,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
+import duckdb
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
@@ -16,6 +17,7 @@ from ledger.cli import cli
 from ledger.export import parquet
 from ledger.export.contract import NULL_PART, day_of, part_value
 from ledger.ingest.ingester import ingest
+from ledger.ingest.options import Options
 from tests.export.conftest import run_export
 from tests.helpers import FIXTURES, ROOT, rows
 
@@ -84,7 +86,7 @@ def test_only_changed_partitions_are_rewritten(tmp_path: Path) -> None:
     other = tmp_path / "later"
     other.mkdir()
     db, out = tmp_path / "ledger.db", tmp_path / "out"
-    ingest(db, [logs])
+    ingest(db, [logs], Options(host="h"))
     assert run_export(db, out, "h").partitions == 1
     before = {p: p.stat().st_mtime_ns for p in out.rglob("day=*/*/part.parquet")}
     again = run_export(db, out, "h")
@@ -94,7 +96,7 @@ def test_only_changed_partitions_are_rewritten(tmp_path: Path) -> None:
     shutil.copy(LOGS, other / "logs.jsonl")
     text = (other / "logs.jsonl").read_text().replace('"17672256', '"17673120')  # a day later
     (other / "logs.jsonl").write_text(text)
-    ingest(db, [other])
+    ingest(db, [other], Options(host="h"))
     later = run_export(db, out, "h")
     assert (later.partitions, later.sessions) == (1, 2)
     assert "sessions/day=2026-01-02/host=h/part.parquet" in files(out)
@@ -154,3 +156,27 @@ def test_without_the_extra_it_says_what_to_install(
     assert result.exit_code == 1
     assert "pip install 'agent-ledger[export]'" in result.output
     assert "Traceback" not in result.output
+
+
+def test_three_hosts_export_into_one_tree_read_as_one(tmp_path: Path) -> None:
+    """Each host ingests its own logs (``--host``) and exports into the same folder; a reader
+    of the tree sees every host's sessions once, and a full export of one host leaves the
+    others' partitions alone."""
+    out = tmp_path / "shared"
+    inputs = {"host-a": SPANS, "host-b": LOGS, "host-c": FIXTURES / "real-agent-logs"}
+    expected = {}
+    for host, path in inputs.items():
+        db = tmp_path / f"{host}.db"
+        result = CliRunner().invoke(cli, ["ingest", str(db), str(path), "--host", host])
+        assert result.exit_code == 0, result.output
+        assert {r["host"] for r in rows(db, "select host from sources")} == {host}
+        expected[host] = sorted(r["session_id"] for r in rows(db, "select * from sessions"))
+        result = CliRunner().invoke(cli, ["export", str(db), str(out)])
+        assert result.exit_code == 0, result.output
+    assert run_export(tmp_path / "host-a.db", out, None, full=True).removed == 0
+    got = duckdb.sql(
+        f"select host, session_id from read_parquet('{out}/sessions/**/*.parquet', "
+        "hive_partitioning = true) order by host, session_id").fetchall()
+    assert got == [(h, s) for h in sorted(expected) for s in expected[h]]
+    hosts = {p.name for p in (out / "task_classes").iterdir()}
+    assert hosts == {"host=host-a", "host=host-b", "host=host-c"}
