@@ -176,3 +176,20 @@ def test_a_line_that_is_not_a_request_is_put_aside(tmp_path: Path) -> None:
     ingest(db, [path])
     (error,) = rows(db, "select line, reason from ingest_errors")
     assert error == {"line": 2, "reason": "expected the record to be a JSON object"}
+
+
+def test_a_pretty_printed_request_is_one_document(tmp_path: Path, db: Path) -> None:
+    """One request written over many lines (json.dumps(indent=2)) reads as its JSONL line."""
+    doc = tmp_path / "docs" / "request.json"
+    doc.parent.mkdir()
+    doc.write_text(json.dumps(json.loads(SPANS.read_text().splitlines()[0]), indent=2))
+    single = tmp_path / "single.db"
+    ingest(single, [doc])
+    assert rows(single, "select dialect from sources") == [{"dialect": "otlp-document"}]
+    one_line = tmp_path / "line.db"
+    line = tmp_path / "line" / "request.jsonl"
+    line.parent.mkdir()
+    line.write_text(SPANS.read_text().splitlines()[0] + "\n")
+    ingest(one_line, [line])
+    assert sessions(single) == sessions(one_line)
+    assert actions(single, "conv-1") == actions(db, "conv-1")
