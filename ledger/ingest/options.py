@@ -24,8 +24,9 @@ from ledger.ingest.files import DEFAULT_MAX_LINE, sha
 #: 2: agent-log importers, round continuations. 3: the retry-storm key and the stop detail
 #: are redacted (rows of 1 and 2 may hold secrets there). 4: money (the cost meter, max_cost).
 #: 5: tool calls are action steps (the action map). 6: every token count, the model, record
-#: keys (copies of a record folded once), a last line without its newline read.
-FOLD_VERSION = "6"
+#: keys (copies of a record folded once), a last line without its newline read. 7: OTLP
+#: JSON (files put aside before as of no known dialect are read).
+FOLD_VERSION = "7"
 DEFAULT_BATCH = 20_000
 DEFAULT_INTERVAL = 1.0  # seconds between two passes of --follow
 #: New files hold at least this much before workers are started for them: under about 2 MB,
