@@ -24,6 +24,7 @@ COMMANDS = {
     "leftovers": "ledger.cli.leftovers:leftovers_command",
     "record": "ledger.cli.record:record_command",
     "hook": "ledger.cli.hook:hook_group",
+    "export": "ledger.cli.export:export_command",
 }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import sqlite3
 import sys
 import threading
@@ -56,6 +57,13 @@ from ledger.ingest.parallel import default_jobs
     help="Worker processes that fold files never ingested before while this one writes "
     "(0: fold everything in this process).",
 )
+@click.option(
+    "--host",
+    default=socket.gethostname,
+    show_default="this machine's name",
+    help="The machine name recorded with each new source (sources.host), by which exports "
+    "and the dashboard tell hosts apart.",
+)
 @click.option("--batch-size", type=click.IntRange(min=1), default=DEFAULT_BATCH, hidden=True)
 def ingest_command(
     db_path: str,
@@ -67,6 +75,7 @@ def ingest_command(
     follow: bool,
     interval: float,
     jobs: int,
+    host: str,
     batch_size: int,
 ) -> None:
     """Replay ledger files into the SQLite database DB_PATH.
@@ -89,6 +98,7 @@ def ingest_command(
     """
     options.batch = batch_size
     options.jobs = jobs
+    options.host = host
     show_bar = sys.stderr.isatty() if progress is None else progress
     try:
         if follow:

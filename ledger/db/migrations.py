@@ -306,6 +306,18 @@ def _m013_hook_decisions(db: sqlite_utils.Database) -> None:
     db["hook_decisions"].create_index(["session_id", "id"])
 
 
+def _m014_exports(db: sqlite_utils.Database) -> None:
+    """Beyond one machine (issue 23): the host each source was ingested on (``sources.host``,
+    NULL for sources ingested before it), and one row per export folder with its watermark:
+    ``sources``, a JSON object of each source's ``ingested_at`` and ``offset`` as last exported
+    (``agent-ledger export`` rewrites the partitions of the sources that differ)."""
+    db["sources"].add_column("host", str)
+    db["exports"].create(
+        {"out": str, "sources": str, "exported_at": str, "partitions": int, "sessions": int},
+        pk="out",
+    )
+
+
 #: Ordered and append-only: never edit a migration that has shipped, add a new one.
 MIGRATIONS: Sequence[tuple[str, Migration]] = (
     ("001_initial", _m001_initial),
@@ -320,6 +332,7 @@ MIGRATIONS: Sequence[tuple[str, Migration]] = (
     ("011_tokens", _m011_tokens),
     ("012_prices", _m012_prices),
     ("013_hook_decisions", _m013_hook_decisions),
+    ("014_exports", _m014_exports),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

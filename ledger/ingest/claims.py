@@ -200,6 +200,7 @@ def _new_source(
         "unknown_records": None,
         "first_ingested_at": at,
         "ingested_at": at,
+        "host": options.host,
     }
     writes.write_batch(
         conn, steps=[], incidents=[], errors=[], sessions=[], states=[], source=source

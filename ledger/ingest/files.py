@@ -25,7 +25,7 @@ from typing import BinaryIO
 
 import msgspec
 
-from ledger.formats.detect import DOCUMENTS, detect_any
+from ledger.formats.detect import DOCUMENTS, detect_any, document_dialect
 from ledger.formats.seed_dialects import RecordError, parse_json
 
 SUFFIXES = (".jsonl", ".json")
@@ -330,7 +330,8 @@ def _sniff_document(
     f.seek(0)
     data = f.read()
     try:
-        dialect = forced or detect_any(parse_json(data.removeprefix(BOM)))
+        body = data.removeprefix(BOM)
+        dialect = forced or document_dialect(detect_any(parse_json(body)), body)
         problem = None if dialect else "cannot tell the dialect of this JSON document"
     except RecordError as exc:
         if _unfinished(data):

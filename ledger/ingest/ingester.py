@@ -328,6 +328,7 @@ class Ingester:
         unknown = cursor["unknown"]
         source["unknown_records"] = json.dumps(unknown, sort_keys=True) if unknown else None
         source["ingested_at"] = writes.now()
+        source["host"] = source.get("host") or self.options.host  # kept from the first ingest
         touched = [row["session_id"] for row in folded.sessions]
         self._tx.rollup.take_out(conn, touched)
         writes.write_batch(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -28,7 +29,8 @@ from ledger.ingest.files import DEFAULT_MAX_LINE, sha
 #: inline sub-agents are sessions of their own, a rejection with feedback is not a cancel, TOOL
 #: observations are tool calls, Codex rounds without token counts, plain-text exit codes.
 #: 8: task classes from the repository a log names (and [task_classes] in the budget file).
-FOLD_VERSION = "8"
+#: 9: OTLP JSON (files put aside before as of no known dialect are read).
+FOLD_VERSION = "9"
 DEFAULT_BATCH = 20_000
 DEFAULT_INTERVAL = 1.0  # seconds between two passes of --follow
 #: New files hold at least this much before workers are started for them: under about 2 MB,
@@ -52,6 +54,9 @@ class Options:
     prices: PriceBook = field(default_factory=library_book)
     #: The budget file's ``[task_classes]``: folder globs to task class names.
     task_classes: TaskClasses = field(default_factory=TaskClasses)
+    #: The machine the files are read on, recorded as ``sources.host`` (``--host``); it
+    #: names the host partition of an export (see ledger.export) and folds nothing.
+    host: str = field(default_factory=socket.gethostname)
 
     @property
     def fold_digest(self) -> str:

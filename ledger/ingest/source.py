@@ -39,9 +39,9 @@ from ledger.core import ids
 from ledger.core.fold import RECENT_KEYS, Fold, Session, StepRow
 from ledger.core.ids import CUT_MARK, HASH_DIGITS, ID_MAX
 from ledger.core.redact import drop_cut_token
-from ledger.formats import langfuse
+from ledger.formats import langfuse, otlp
 from ledger.formats.agent_records import UnknownRecord, bounded
-from ledger.formats.detect import IMPORTED, LANGFUSE, line_reader
+from ledger.formats.detect import IMPORTED, LANGFUSE, OTLP_DOCUMENT, line_reader
 from ledger.formats.seed_dialects import (
     GATE,
     NATIVE,
@@ -378,19 +378,24 @@ class SourceFold:
     # -- whole documents ---------------------------------------------------------------------
 
     def feed_document(self, raw: bytes) -> None:
-        """A whole-document dialect: a trace (seed 000) or a Langfuse export, one session each."""
+        """A whole-document dialect: a trace (seed 000) or a Langfuse export, one session each,
+        or one OTLP export request (its sessions)."""
         if raw.startswith(BOM):
             raw = raw[len(BOM):]
         try:
             value = parse_json(raw)
-            if self.dialect == LANGFUSE:
+            if self.dialect == OTLP_DOCUMENT:
+                records = otlp.read(value, {}, self.source_id, self.fold.actions)
+            elif self.dialect == LANGFUSE:
                 doc = langfuse.document(value, self.fold.actions)
             else:
                 header, rounds = trace_rounds(value)
         except RecordError as exc:
             self.error(_error_line(str(exc)), 0, str(exc), raw)
             return
-        if self.dialect == LANGFUSE:
+        if self.dialect == OTLP_DOCUMENT:
+            self._steps(records, None, None, b"")
+        elif self.dialect == LANGFUSE:
             self._unknown(doc.unknown.elements())
             self._steps(doc.items, None, None, b"")
         else:

@@ -1,4 +1,5 @@
-"""The dashboard's filters: task class, stop reason, date range and source file, from the URL.
+"""The dashboard's filters: task class, stop reason, date range, source file and host, from the
+URL.
 
 Every filter picks sessions, and every page shows what belongs to the sessions picked, so one
 query string means the same on every page and each view is a shareable link. Filters become
@@ -36,6 +37,7 @@ class Filters:
     since: str | None = None  # first day (YYYY-MM-DD, the UTC date of started_at), inclusive
     until: str | None = None  # last day, inclusive
     source: str | None = None  # a source id or a ledger file's path
+    host: str | None = None  # the machine the sources were ingested on (sources.host)
 
     @classmethod
     def from_args(cls, args: Mapping[str, Any]) -> Filters:
@@ -55,7 +57,7 @@ class Filters:
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
-        return ("task_class", "stop_reason", "since", "until", "source")
+        return ("task_class", "stop_reason", "since", "until", "source", "host")
 
     def active(self) -> dict[str, str]:
         return {k: v for k, v in asdict(self).items() if v is not None}
@@ -96,6 +98,7 @@ class Filters:
 
 
 _SOURCES = "select source_id from sources where source_id = :source or path = :source"
+_HOSTS = "select source_id from sources where host = :host"
 #: Each filter as a condition on the rollup table and on ``sessions s``.
 _CONDITIONS = (
     ("task_class", "task_class = :task_class", "s.task_class = :task_class"),
@@ -103,6 +106,7 @@ _CONDITIONS = (
     ("since", "day >= :since", "s.started_at >= :since"),
     ("until", "day != '' and day <= :until", "s.started_at < :until_end"),
     ("source", f"source_id in ({_SOURCES})", f"s.source_id in ({_SOURCES})"),
+    ("host", f"source_id in ({_HOSTS})", f"s.source_id in ({_HOSTS})"),
 )
 
 
