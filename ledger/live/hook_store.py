@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger.core.budget import State
+from ledger.db.writes import clean
 from ledger.live.hook import HookState, Payload, Verdict
 
 DEFAULT_DB = Path("~/.agent-ledger/ledger.db")
@@ -67,9 +68,14 @@ def load(path: Path, fold_digest: str) -> HookState:
 
 
 def save(path: Path, state: HookState) -> None:
-    """Written whole to a new file, then renamed over the old: a killed hook leaves the old."""
+    """Written whole to a new file, then renamed over the old: a killed hook leaves the old.
+
+    The state is reader state, as ``sources.cursor`` and ``fold_state`` are (the tool names of
+    calls still open, the session's resumable fold), so it is redacted as the database writer
+    redacts them (:func:`ledger.db.writes.clean`), every string in it."""
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(state.to_dict(), separators=(",", ":")), encoding="utf-8")
+    text = clean(json.dumps(state.to_dict(), separators=(",", ":")))
+    tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
 
 

@@ -354,3 +354,19 @@ def test_the_resident_server_gives_the_same_answers_as_the_process(tmp_path: Pat
         input=json.dumps(calls[-1]).encode(), capture_output=True, check=True)
     assert "max_steps" in json.loads(fallback.stdout)["hookSpecificOutput"][
         "permissionDecisionReason"]
+
+
+
+def test_the_saved_state_is_redacted_like_the_readers_state_in_the_database(tmp_path: Path) -> None:
+    """A secret in the hook's reader state (a tool name of a call still open) is written
+    redacted, as ``sources.cursor`` is in the database."""
+    from ledger.live import hook_store
+    from ledger.live.hook import FileState, HookState
+
+    secret = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    cursor = {"reader": {"s": {"tools": {"toolu_1": [secret, "digest"]}}}}
+    path = tmp_path / "state.json"
+    hook_store.save(path, HookState("digest", {"/t.jsonl": FileState(0, cursor)}))
+    written = path.read_text()
+    assert secret not in written and "[REDACTED" in written
+    assert json.loads(written)["fold_digest"] == "digest"
