@@ -17,7 +17,7 @@ from datasette import hookimpl
 from datasette.utils import tilde_decode
 from jinja2 import Environment
 
-from . import cells, guard, pages, queries, security
+from . import cells, context, guard, pages, queries, security
 from .filters import REASONS, FilterError, Filters
 
 if TYPE_CHECKING:
@@ -116,7 +116,7 @@ def prepare_jinja2_environment(env: Environment) -> None:
 def prepare_connection(conn: sqlite3.Connection, database: str, datasette: Datasette) -> None:
     """With ``read_only: true`` (as ``agent-ledger serve`` configures it), every connection to a
     database file refuses writes, the write connection included."""
-    config = datasette.plugin_config(pages.PLUGIN, database=database) or {}
+    config = datasette.plugin_config(context.PLUGIN, database=database) or {}
     db = datasette.databases.get(database)
     if config.get("read_only") and db is not None and db.path:
         conn.execute("PRAGMA query_only = 1")
@@ -132,7 +132,7 @@ def render_cell(
     async def inner() -> Any:
         if not await is_ledger(datasette, database):
             return None
-        urls = pages.Urls(datasette, database)
+        urls = context.Urls(datasette, database)
         return cells.render(row, value, column, table, urls.session)
 
     return inner()
@@ -157,7 +157,7 @@ def extra_template_vars(view_name: str | None, request: Any, datasette: Datasett
         return {}
     route = tilde_decode(request.url_vars.get("database", ""))
     database = datasette.get_database(route=route).name
-    urls = pages.Urls(datasette, database)
+    urls = context.Urls(datasette, database)
     try:
         query = Filters.from_args(request.args).query()
     except FilterError:
@@ -165,7 +165,7 @@ def extra_template_vars(view_name: str | None, request: Any, datasette: Datasett
     return {
         "ledger_tabs": [
             {"slug": p.slug, "title": p.title, "href": urls.page(p.slug, query)}
-            for p in pages.PAGES
+            for p in context.PAGES
         ]
     }
 
@@ -176,11 +176,11 @@ def menu_links(datasette: Datasette, actor: dict[str, Any] | None) -> Any:
         names = await ledger_databases(datasette, actor)
         links = []
         for name in names:
-            urls = pages.Urls(datasette, name)
+            urls = context.Urls(datasette, name)
             suffix = f" ({name})" if len(names) > 1 else ""
             links += [
                 {"href": urls.page(p.slug), "label": f"Ledger: {p.title}{suffix}"}
-                for p in pages.PAGES
+                for p in context.PAGES
             ]
         return links
 
@@ -192,8 +192,10 @@ def database_actions(datasette: Datasette, database: str) -> Any:
     async def inner() -> list[dict[str, str]]:
         if not await is_ledger(datasette, database):
             return []
-        urls = pages.Urls(datasette, database)
-        return [{"href": urls.page(p.slug), "label": f"Dashboard: {p.title}"} for p in pages.PAGES]
+        urls = context.Urls(datasette, database)
+        return [
+            {"href": urls.page(p.slug), "label": f"Dashboard: {p.title}"} for p in context.PAGES
+        ]
 
     return inner()
 
@@ -225,11 +227,11 @@ def table_actions(datasette: Datasette, database: str, table: str, request: Any)
         if carried["stop_reason"] not in REASONS:
             carried["stop_reason"] = None
         query = Filters(**carried).query()
-        urls = pages.Urls(datasette, database)
+        urls = context.Urls(datasette, database)
         return [
             {
                 "href": urls.page(slug, query),
-                "label": f"Dashboard: {pages.PAGE_BY_SLUG[slug].title}",
+                "label": f"Dashboard: {context.PAGE_BY_SLUG[slug].title}",
             }
             for slug in TABLE_PAGES[table]
         ]
