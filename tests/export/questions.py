@@ -1,9 +1,9 @@
 """The dashboard's and the README's questions as SQL that SQLite, DuckDB and ClickHouse all
 run unchanged over tables (or views) named as the ledger's (docs/export.md shows each).
 
-Every value is compared exactly but sums of dollars (floating point): each engine adds them in
-its own order, so the last bits of a sum may differ; those are compared to 1e-12 relative.
-(Rounding in SQL does not help: the engines round a half differently.)
+Every value is compared exactly (``==``). Money is summed as ``cost_nusd``, whole nanodollars
+(migration 015): integer sums are exact in every engine, where sums of the float ``cost_usd``
+differ in their last bits (each engine adds in its own order).
 """
 
 from __future__ import annotations
@@ -27,9 +27,13 @@ QUESTIONS = {
         "order by vendor_stop nulls first"
     ),
     "spend_per_class": (
-        "select task_class, count(*) as sessions, sum(cost_usd) as usd, "
+        "select task_class, count(*) as sessions, sum(cost_nusd) as nusd, "
         "sum(input_tokens) as input_tokens, sum(output_tokens) as output_tokens "
         "from sessions group by task_class order by task_class nulls first"
+    ),
+    "spend_per_incident_kind": (
+        "select kind, count(*) as incidents, sum(cost_nusd) as nusd from incidents "
+        "group by kind order by kind"
     ),
     "stop_reasons_per_class": (
         "select task_class, stop_reason, count(*) as sessions from sessions "
