@@ -161,6 +161,17 @@ async def sources(db: Database) -> list[Row]:
     return await rows(db, "select source_id, path from sources order by path limit 1000")
 
 
+async def hosts(db: Database) -> list[str]:
+    """The hosts the database's sources were ingested on (``sources.host``; none in a
+    database made before hosts were recorded), for the host filter's choices."""
+    if "host" not in await db.table_columns("sources"):
+        return []
+    found = await rows(
+        db, "select distinct host from sources where host is not null order by host limit 1000"
+    )
+    return [r["host"] for r in found]
+
+
 # --- incidents -----------------------------------------------------------------------------
 
 
