@@ -53,7 +53,7 @@ def merge_command(
     except (sqlite3.DatabaseError, OSError) as exc:
         raise click.ClickException(f"{db_path}: {exc}") from None
     try:
-        total = sum(_sessions_in(path) for path in sources)
+        total = sum(merge.sessions_in(path) for path in sources)
         bar = (click.progressbar(length=total, label="Merging", file=sys.stderr)
                if show_bar else nullcontext(None))
         with bar as shown:
@@ -82,18 +82,6 @@ def merge_command(
 
 def _no_progress(_n: int) -> None:
     pass
-
-
-def _sessions_in(path: str) -> int:
-    """How many sessions a database holds, for the progress bar (0 if it cannot be read)."""
-    try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        try:
-            return conn.execute("SELECT count(*) FROM sessions").fetchone()[0]
-        finally:
-            conn.close()
-    except sqlite3.DatabaseError:
-        return 0
 
 
 def _text(merged: list[dict[str, Any]], refused: list[dict[str, str]], held: int) -> str:

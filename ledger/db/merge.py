@@ -60,7 +60,7 @@ class Merged:
     sources: int = 0  # sources written (new, or changed since the last merge)
     unchanged_sources: int = 0
     sessions: int = 0
-    renamed_sessions: int = 0  # given ID@HOST: the target held the id for another host
+    renamed_sessions: int = 0  # of those, written as ID@HOST (the id is another host's)
     steps: int = 0
     incidents: int = 0
     ingest_errors: int = 0
@@ -89,7 +89,7 @@ def open_source(path: str | Path, target: str | Path) -> Iterator[Source]:
     path = Path(path)
     if Path(target).exists() and os.path.samefile(path, target):
         raise Refused("is the database merged into")
-    conn = _read_only(path)
+    conn = read_only(path)
     try:
         version = _ledger_version(conn)
         if version == migrations.SCHEMA_VERSION:
@@ -111,13 +111,28 @@ def open_source(path: str | Path, target: str | Path) -> Iterator[Source]:
         conn.close()
 
 
-def _read_only(path: Path) -> sqlite3.Connection:
+def read_only(path: str | Path) -> sqlite3.Connection:
+    """A read-only connection to a SQLite database (:class:`Refused` if it is none)."""
     try:
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        conn = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except sqlite3.DatabaseError as exc:
         raise Refused(f"not a SQLite database ({exc})") from None
     return conn
+
+
+def sessions_in(path: str | Path) -> int:
+    """How many sessions a ledger database holds (0 for one that cannot be read)."""
+    try:
+        conn = read_only(path)
+    except Refused:
+        return 0
+    try:
+        return conn.execute("SELECT count(*) FROM sessions").fetchone()[0]
+    except sqlite3.DatabaseError:
+        return 0
+    finally:
+        conn.close()
 
 
 def _ledger_version(conn: sqlite3.Connection) -> int:
@@ -153,12 +168,12 @@ def merge(
             sid: hosts.get(owner, source.fallback_host) for sid, owner in owners.items()
         }
         session_ids = _map_ids(conn, session_hosts, _SESSION_HOST)
-        merged.renamed_sessions = sum(a != b for a, b in session_ids.items())
         ids = Ids(source_ids, session_ids)
         todo = _sessions_to_copy(conn, src, changed, ids)
+        merged.renamed_sessions = sum(session_ids[s] != s for s in todo)
         progress(len(owners) - len(todo))
         pending = rollup.Pending()
-        _forget_sessions(conn, pending, [ids.session(s) for s in todo], changed, ids)
+        _forget_sessions(conn, pending, [ids.sessions[s] for s in todo], changed, ids)
         for start in range(0, len(todo), CHUNK):
             chunk = todo[start : start + CHUNK]
             _copy_sessions(conn, src, chunk, ids, merged)
@@ -323,14 +338,14 @@ def as_json(values: set[str] | Sequence[Any]) -> str:
 
 
 def _forget_sessions(
-    conn: sqlite3.Connection, pending: rollup.Pending, sessions: list[str | None],
+    conn: sqlite3.Connection, pending: rollup.Pending, sessions: list[str],
     changed: set[str], ids: Ids,
 ) -> None:
     """Delete from the target the sessions about to be copied, and those its copies of the
     changed sources own (a source written again replaces its copy whole), with their rows;
     their contributions are taken out of the rollup."""
     owned = as_json({ids.sources[s] for s in changed})
-    doomed = sorted({s for s in sessions if s is not None} | {sid for (sid,) in conn.execute(
+    doomed = sorted({*sessions} | {sid for (sid,) in conn.execute(
         "SELECT session_id FROM sessions WHERE source_id IN (SELECT value FROM json_each(?))",
         (owned,),
     )})

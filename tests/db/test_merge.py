@@ -14,52 +14,19 @@ from typing import Any
 
 import pytest
 
-from ledger.db import connection, merge, rollup
+from ledger.db import merge, rollup
 from ledger.ingest.ingester import ingest
 from ledger.ingest.options import Options
-from tests.export.questions import QUESTIONS
+from tests.export.questions import QUESTIONS, combined
 from tests.helpers import FIXTURES, SAMPLES
+from tests.hosts import DISJOINT, LOGS, OVERLAPPING, REAL, SPANS, host_dbs, merge_into
 
-SPANS = FIXTURES / "otlp" / "genai_spans.jsonl"
-LOGS = FIXTURES / "otlp" / "agent_logs.jsonl"
-REAL = FIXTURES / "real-agent-logs"
-#: Three hosts, two of them with the same file (its sessions and source ids meet in the merge).
-OVERLAPPING = {"host-a": [SAMPLES, SPANS], "host-b": [SPANS, LOGS], "host-c": [REAL]}
-#: Three hosts with files of their own.
-DISJOINT = {"host-a": [SAMPLES], "host-b": [SPANS, LOGS], "host-c": [REAL]}
-#: Questions listing sessions (a session id per row), and how many leading columns of the
-#: others are their group key (the rest are counts and sums).
-LISTINGS = {"retry_storms", "no_progress_runs"}
-GROUP_KEYS = {"unknown_vendor_stops": 1, "spend_per_class": 1, "spend_per_incident_kind": 1,
-              "stop_reasons_per_class": 2, "steps_per_action": 1}
 #: Every table a merge writes, and what a second merge must leave exactly as it was.
 TABLES = ("sources", "sessions", "steps", "incidents", "fold_state", "session_sources",
           "ingest_errors", "hook_decisions", "leftovers", "session_rollup", "session_parity",
           "parity_groups", "cap_coverage", "task_classes", "verdict_settings")
 
 Rows = list[tuple[Any, ...]]
-
-
-def host_dbs(folder: Path, hosts: dict[str, list[Path]]) -> list[Path]:
-    paths = []
-    for host, inputs in hosts.items():
-        path = folder / f"{host}.db"
-        ingest(path, inputs, Options(host=host))
-        paths.append(path)
-    return paths
-
-
-def merge_into(target: Path, sources: list[Path]) -> list[merge.Merged]:
-    db = connection.connect(target)
-    try:
-        done = []
-        for path in sources:
-            with merge.open_source(path, target) as source:
-                done.append(merge.merge(db, source))
-        merge.finish(db, changed=any(m.sessions for m in done))
-        return done
-    finally:
-        db.conn.close()
 
 
 def query(db: Path, sql: str) -> Rows:
@@ -89,21 +56,6 @@ def as_host(db: Path, host: str, sql: str) -> Rows:
         return [tuple(r) for r in conn.execute(sql)]
     finally:
         conn.close()
-
-
-def combined(name: str, answers: list[Rows]) -> Rows:
-    """Several databases' answers to one question as one database of them all would give:
-    listings side by side, groups added up (a NULL sum is no sum)."""
-    if name in LISTINGS:
-        return sorted((r for rows in answers for r in rows), key=repr)
-    keys = GROUP_KEYS[name]
-    totals: dict[tuple[Any, ...], list[Any]] = {}
-    for rows in answers:
-        for row in rows:
-            got = totals.setdefault(row[:keys], [None] * (len(row) - keys))
-            for i, value in enumerate(row[keys:]):
-                got[i] = value if got[i] is None else got[i] + (value or 0)
-    return [(*k, *v) for k, v in totals.items()]
 
 
 def in_order(rows: Rows) -> Rows:

@@ -8,6 +8,8 @@ differ in their last bits (each engine adds in its own order).
 
 from __future__ import annotations
 
+from typing import Any
+
 QUESTIONS = {
     "paid_path": (
         "select task_class, reasons from task_classes "
@@ -45,3 +47,26 @@ QUESTIONS = {
         "group by action order by action nulls first"
     ),
 }
+
+#: Questions listing sessions (a session id per row), and how many leading columns of the
+#: others are their group key (the rest are counts and sums).
+LISTINGS = {"retry_storms", "no_progress_runs"}
+GROUP_KEYS = {"unknown_vendor_stops": 1, "spend_per_class": 1, "spend_per_incident_kind": 1,
+              "stop_reasons_per_class": 2, "steps_per_action": 1}
+
+Rows = list[tuple[Any, ...]]
+
+
+def combined(name: str, answers: list[Rows]) -> Rows:
+    """Several databases' answers to one question as one database of them all would give:
+    listings side by side, groups added up (a NULL sum is no sum)."""
+    if name in LISTINGS:
+        return sorted((r for rows in answers for r in rows), key=repr)
+    keys = GROUP_KEYS[name]
+    totals: dict[tuple[Any, ...], list[Any]] = {}
+    for rows in answers:
+        for row in rows:
+            got = totals.setdefault(row[:keys], [None] * (len(row) - keys))
+            for i, value in enumerate(row[keys:]):
+                got[i] = value if got[i] is None else got[i] + (value or 0)
+    return [(*k, *v) for k, v in totals.items()]
