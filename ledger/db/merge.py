@@ -208,15 +208,20 @@ class Ids:
     def session(self, session_id: str | None) -> str | None:
         return self.sessions.get(session_id, session_id) if session_id is not None else None
 
-    def row(self, names: Sequence[str], row: Sequence[Any]) -> dict[str, Any]:
-        """A row of the source database with its ids as the target knows them."""
-        out = dict(zip(names, row, strict=True))
-        for name in ("session_id", "parent_session_id"):
-            if name in out:
-                out[name] = self.session(out[name])
-        if "source_id" in out:
-            out["source_id"] = self.source(out["source_id"])
-        return out
+    def mapper(self, names: Sequence[str]) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
+        """A function from a row of the source database (values in ``names`` order) to the
+        row with its ids as the target knows them."""
+        maps = {"session_id": self.session, "parent_session_id": self.session,
+                "source_id": self.source}
+        at = [(i, maps[name]) for i, name in enumerate(names) if name in maps]
+
+        def mapped(row: Sequence[Any]) -> tuple[Any, ...]:
+            out = list(row)
+            for i, rename in at:
+                out[i] = rename(out[i])
+            return tuple(out)
+
+        return mapped
 
 
 def _source_hosts(src: sqlite3.Connection, fallback: str) -> dict[str, str]:
@@ -379,19 +384,17 @@ def _copy_rows(
     ids: Ids, skip: Sequence[str] = (),
 ) -> int:
     """Copy the rows of ``table`` whose ``key`` is among ``wanted`` (ids in the source
-    database), ids mapped; returns how many."""
+    database), ids mapped, into the target, which holds none of them (:func:`_forget_sessions`
+    deleted them); returns how many."""
     names = [c for c in _shared_columns(conn, src, table) if c not in skip]
     cursor = src.execute(
         _select(names, table) + f" WHERE [{key}] IN (SELECT value FROM json_each(?))",
         (as_json(wanted),),
     )
+    mapped = ids.mapper(names)
     written = 0
     while rows := cursor.fetchmany(CHUNK * 4):
-        mapped = [ids.row(names, row) for row in rows]
-        if skip:
-            writes.insert(conn, table, names, ([r[n] for n in names] for r in mapped))
-        else:
-            writes.replace_all(conn, table, mapped, keep=True)
+        writes.insert(conn, table, names, map(mapped, rows))
         written += len(rows)
     return written
 
@@ -414,7 +417,7 @@ def _add_hook_decisions(conn: sqlite3.Connection, src: sqlite3.Connection, ids: 
     """Add the live brake's decisions the target lacks (an equal row, but for its ``id``)."""
     names = [c for c in _shared_columns(conn, src, "hook_decisions") if c != "id"]
     rows = src.execute(_select(names, "hook_decisions") + " ORDER BY id")
-    new = _missing(conn, "hook_decisions", names, (ids.row(names, r).values() for r in rows))
+    new = _missing(conn, "hook_decisions", names, map(ids.mapper(names), rows))
     writes.insert(conn, "hook_decisions", names, new)
     return len(new)
 

@@ -147,7 +147,8 @@ async def paid_path_verdicts(db: Database, filters: Filters) -> list[Row] | None
         params["task_class"] = filters.task_class
     return await rows(
         db,
-        f"select * from task_classes where verdict = 'stay_on_paid_path'{where} limit 500",
+        f"select * from task_classes where verdict = 'stay_on_paid_path'{where} "
+        "order by task_class limit 500",
         params,
     )
 

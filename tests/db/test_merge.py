@@ -13,10 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from datasette.app import Datasette
 
 from ledger.db import merge, rollup
 from ledger.ingest.ingester import ingest
 from ledger.ingest.options import Options
+from ledger.views.serve import metadata_for
 from tests.export.questions import QUESTIONS, combined
 from tests.helpers import FIXTURES, SAMPLES
 from tests.hosts import DISJOINT, LOGS, OVERLAPPING, REAL, SPANS, host_dbs, merge_into
@@ -79,9 +81,11 @@ def overlapping(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Pa
 def disjoint(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """Three hosts' databases merged, and one database every host's files were ingested into."""
     folder = tmp_path_factory.mktemp("disjoint")
-    target = folder / "team.db"
+    (folder / "merged").mkdir()
+    (folder / "single").mkdir()
+    target = folder / "merged" / "ledger.db"  # one name: the dashboard's URLs are the same
     merge_into(target, host_dbs(folder, DISJOINT))
-    single = folder / "single.db"
+    single = folder / "single" / "ledger.db"
     for host, inputs in DISJOINT.items():
         ingest(single, inputs, Options(host=host))
     return target, single
@@ -304,3 +308,20 @@ def test_sub_agents_follow_their_parents_renamed(tmp_path: Path) -> None:
     hosts = Counter(h for (h,) in query(target, "select src.host from sessions s "
                                                 "join sources src using (source_id)"))
     assert hosts["host-c"] == hosts["host-d"] == len(query(paths[0], "select 1 from sessions"))
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("page", ["overview", "retry-storms", "no-progress", "unknown-vendors"])
+@pytest.mark.parametrize("host", ["", "host-a", "host-b", "host-c"])
+async def test_the_dashboard_shows_the_merge_as_one_ingest_of_every_hosts_files(
+    page: str, host: str, disjoint: tuple[Path, Path]
+) -> None:
+    """Every page's JSON twin, for every host and for all: the same from both databases."""
+    answers = []
+    for path in disjoint:
+        ds = Datasette(files=[str(path)], metadata=metadata_for(path))
+        response = await ds.client.get(f"/ledger/-/{page}.json?host={host}")
+        assert response.status_code == 200, response.text[:300]
+        answers.append(response.json())
+    merged, single = answers
+    assert merged == single
