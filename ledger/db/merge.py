@@ -153,8 +153,18 @@ def _ledger_version(conn: sqlite3.Connection) -> int:
 def merge(
     db: sqlite_utils.Database, source: Source, progress: Callable[[int], None] = lambda n: None
 ) -> Merged:
-    """Merge one source database into ``db`` in one write transaction (see the module doc);
-    ``progress(n)`` is called as its sessions are read, ``n`` at a time."""
+    """Merge one source database into ``db`` in one write transaction (see the module doc),
+    reading it in one read transaction (an ingest into it meanwhile is in it wholly or not at
+    all); ``progress(n)`` is called as its sessions are read, ``n`` at a time."""
+    src = source.conn
+    src.execute("BEGIN")
+    try:
+        return _merge(db, source, progress)
+    finally:
+        src.execute("ROLLBACK")  # it only read
+
+
+def _merge(db: sqlite_utils.Database, source: Source, progress: Callable[[int], None]) -> Merged:
     src = source.conn
     merged = Merged(source.path, migrated_from=source.migrated_from)
     with writes.immediate(db) as conn:
@@ -276,15 +286,15 @@ def _candidates(old: str, host: str) -> Iterator[str]:
         yield f"{old}@{host}-{n}"
 
 
-def columns(conn: sqlite3.Connection, table: str) -> list[str]:
+def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
     """A table's stored columns (``table_info`` leaves out generated ones, which no one
     writes)."""
     return [name for _, name, *_ in conn.execute(f"PRAGMA table_info([{table}])")]
 
 
 def _shared_columns(conn: sqlite3.Connection, src: sqlite3.Connection, table: str) -> list[str]:
-    theirs = set(columns(src, table))
-    return [c for c in columns(conn, table) if c in theirs]
+    theirs = set(_columns(src, table))
+    return [c for c in _columns(conn, table) if c in theirs]
 
 
 def _select(names: Sequence[str], table: str) -> str:
@@ -312,10 +322,10 @@ def _source_row(
     names: Sequence[str], row: Sequence[Any], hosts: dict[str, str], ids: dict[str, str]
 ) -> dict[str, Any]:
     """A ``sources`` row as the target stores it: its id mapped, its host named, cleaned."""
-    out = {name: writes.clean(value) for name, value in zip(names, row, strict=True)}
-    out["host"] = hosts[out["source_id"]]
-    out["source_id"] = ids[out["source_id"]]
-    return out
+    out = dict(zip(names, row, strict=True))
+    source_id = out["source_id"]
+    out.update(source_id=ids[source_id], host=hosts[source_id])
+    return {name: writes.clean(value) for name, value in out.items()}
 
 
 def _sessions_to_copy(

@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 from datasette.app import Datasette
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ledger.db import merge, rollup
 from ledger.ingest.ingester import ingest
@@ -325,3 +327,28 @@ async def test_the_dashboard_shows_the_merge_as_one_ingest_of_every_hosts_files(
         answers.append(response.json())
     merged, single = answers
     assert merged == single
+
+
+ids_ = st.text(alphabet="ab@-", min_size=1, max_size=4)
+host_ = st.sampled_from(["h1", "h2", "h3"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.dictionaries(ids_, host_, max_size=6), min_size=1, max_size=4))
+def test_ids_never_collide_and_are_found_again(merges: list[dict[str, str]]) -> None:
+    """Databases merged one after another (each a few ids, each id with its host), ids
+    chosen to collide: every id merged names one row of its own host, and merging any of
+    them again gives every id the name it was given."""
+    conn = sqlite3.connect(":memory:")
+    conn.execute("create table sources (source_id text primary key, host text)")
+    given_names = []
+    for hosts in merges:
+        names = merge._map_ids(conn, hosts, merge._SOURCE_HOST)
+        assert len(set(names.values())) == len(names)
+        for old, new in names.items():
+            held = conn.execute(merge._SOURCE_HOST, (new,)).fetchone()
+            assert held is None or held[0] == hosts[old]
+            conn.execute("insert or replace into sources values (?, ?)", (new, hosts[old]))
+        given_names.append(names)
+    for hosts, names in zip(merges, given_names, strict=True):
+        assert merge._map_ids(conn, hosts, merge._SOURCE_HOST) == names
