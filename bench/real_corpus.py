@@ -34,6 +34,12 @@ from pathlib import Path
 #: Quantiles of :data:`CLAUDE_SIZES` and :data:`CODEX_SIZES` (the same as real_shape's).
 QUANTILES = (0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 1.0)
 
+#: Line bytes (newline included) of all lines at :data:`QUANTILES`, measured as below: what
+#: the generated corpus is held to (tests/test_bench_corpus.py).
+LINE_BYTES = {
+    "claude-code": (110, 572, 753, 977, 1621, 3784, 7786, 26507, 148595),
+    "codex": (99, 221, 302, 710, 1404, 11052, 13337, 16404, 6832830),
+}
 #: Line bytes of each Claude Code record kind at :data:`QUANTILES`, measured by
 #: ``bench/real_shape.py`` on the 28 real Claude Code files (2026-12-01); the top is kept.
 CLAUDE_SIZES = {
@@ -146,10 +152,10 @@ def dumps(record: dict[str, object]) -> str:
 
 
 def filled(make: object, target: int) -> str:
-    """``make(text)`` as a line, its text sized so that the line is about ``target`` bytes."""
-    line = make("")  # type: ignore[operator]
-    room = target - 1 - len(line.encode())
-    return make(room) if room > 0 else line  # type: ignore[operator]
+    """``make(room)`` as a line, its text sized so that the line is about ``target`` bytes
+    (its text at least a few words long, so that no text repeats)."""
+    room = target - 1 - len(make("").encode())  # type: ignore[operator]
+    return make(max(room, 16))  # type: ignore[operator]
 
 
 class Session:
@@ -498,7 +504,7 @@ def generate(folder: Path, claude_mb: float = 100, codex_mb: float = 30,
     count = max(1, round(codex_total / 400_000))
     for k, size in enumerate(file_sizes(rng, count, codex_total)):
         at = start + timedelta(hours=k * 5, seconds=rng.randint(0, 3600))
-        codex = Codex(rng, words, at, rng.choice(projects))
+        codex = Codex(rng, words, at, rng.choice(projects).removeprefix("-home-dev-"))
         day = folder / "codex" / "sessions" / at.strftime("%Y/%m/%d")
         path = day / f"rollout-{at:%Y-%m-%dT%H-%M-%S}-{codex.session}.jsonl"
         record(manifest, folder, path, itertools.chain([codex.meta()], forever(codex)), size)

@@ -56,6 +56,9 @@ def codex_kind(record: dict[str, Any]) -> str:
     return f"{record.get('type')}/{inner}" if inner else str(record.get("type"))
 
 
+SAME_BY_DESIGN = frozenset({"id", "uuid", "signature", "cwd"})  # ids, the session's folder
+
+
 def texts(record: dict[str, Any]) -> Iterator[str]:
     """The free texts of a line (tool inputs and outputs, messages, reasoning)."""
     stack: list[Any] = [record.get("message") or record.get("payload") or record.get("data")]
@@ -65,7 +68,7 @@ def texts(record: dict[str, Any]) -> Iterator[str]:
             if len(value) >= 40:
                 yield value
         elif isinstance(value, dict):
-            stack += [v for k, v in value.items() if k not in ("id", "uuid", "signature")]
+            stack += [v for k, v in value.items() if k not in SAME_BY_DESIGN]
         elif isinstance(value, list):
             stack += value
 
