@@ -91,7 +91,14 @@ CODEX_PER_CALL = {"response_item/reasoning": 0.54, "event_msg/agent_reasoning": 
 #: Code, since many files end within a turn.
 CALLS_PER_TURN = {"claude": (1, 20), "codex": (1, 24)}
 
-TOOLS = ("Bash", "Read", "Edit", "Grep", "Glob", "Write", "TodoWrite", "Task", "WebFetch")
+#: Tools by the size of their tool_use line, weighted by how often the real samples call them:
+#: Bash commands are short (122 characters at the median, 2 KB at most), large inputs are
+#: files written and edited.
+TOOLS_BY_SIZE = (
+    (1150, {"Bash": 356, "Read": 157, "Grep": 44, "Glob": 39}),
+    (2000, {"Edit": 50, "TodoWrite": 80, "Task": 18, "Bash": 30}),
+    (10**9, {"Write": 62, "Edit": 50, "MultiEdit": 8}),
+)
 CLAUDE_MODELS = ("claude-opus-4-6", "claude-sonnet-4-5-20250929", "claude-haiku-4-5-20251001")
 CODEX_MODELS = ("gpt-5.3-codex", "gpt-5.2-codex", "gpt-5.1-codex-mini")
 SYLLABLES = ("ka", "to", "ri", "en", "al", "mo", "ste", "pra", "lu", "dex", "on", "qui", "va",
@@ -99,7 +106,7 @@ SYLLABLES = ("ka", "to", "ri", "en", "al", "mo", "ste", "pra", "lu", "dex", "on"
 PUNCT = ("(", ")", ":", "=", "->", "{", "}", ",", ".", "/", "[", "]", "\n", "\n", "\n    ",
          "\"", "'", "+", "-", "#", "→", "✓", "é")
 MANIFEST = "real-corpus.manifest"  # not *.json: ingest must not take it for a log
-VERSION = 1  # bump when the corpus changes, so that kept corpora are made again
+VERSION = 2  # bump when the corpus changes, so that kept corpora are made again
 
 
 class Words:
@@ -127,6 +134,10 @@ class Words:
         """About ``size`` characters of text (at least a few words)."""
         words = self.rng.choices(self.vocab, cum_weights=self.cum, k=max(4, size // 5 + 1))
         return " ".join(words)[:max(size, 12)]
+
+    def command(self, size: int) -> str:
+        """A shell command line: text whose quotes pair up, as a shell's do."""
+        return self.text(size).replace('"', "").replace("'", "")
 
     def path(self) -> str:
         parts = self.rng.choices(self.vocab[len(PUNCT):], k=self.rng.randint(2, 5))
@@ -175,6 +186,9 @@ class Session:
         """A text for ``room`` bytes ('' while a line is measured)."""
         return "" if room == "" else self.words.text(int(room))
 
+    def command(self, room: int | str) -> str:
+        return "" if room == "" else self.words.command(int(room))
+
     def size(self, kind: str) -> int:
         raise NotImplementedError
 
@@ -192,6 +206,7 @@ class Claude(Session):
             "cwd": f"/home/dev/{project}", "sessionId": self.session,
             "version": rng.choice(("2.1.37", "2.1.39", "2.0.76", "2.1.14")),
             "gitBranch": rng.choice(("main", f"dev/{words.text(14).split()[0]}")),
+            "slug": "-".join(words.text(40).split()[:3]),
         }
         if agent:
             self.base["agentId"] = agent
@@ -250,21 +265,28 @@ class Claude(Session):
         rng = self.rng
         msg, req = f"msg_{rng.getrandbits(96):024x}", f"req_{rng.getrandbits(96):024x}"
         self.tokens += rng.randint(200, 9000)
-        usage = {"input_tokens": rng.randint(1, 12), "cache_creation_input_tokens":
-                 rng.randint(0, 30_000), "cache_read_input_tokens": self.tokens,
-                 "output_tokens": rng.randint(1, 2500), "service_tier": "standard"}
+        created = rng.randint(0, 30_000)
+        usage = {"input_tokens": rng.randint(1, 12), "cache_creation_input_tokens": created,
+                 "cache_read_input_tokens": self.tokens,
+                 "cache_creation": {"ephemeral_5m_input_tokens": 0,
+                                    "ephemeral_1h_input_tokens": created},
+                 "output_tokens": rng.randint(1, 2500), "service_tier": "standard",
+                 "inference_geo": "not_available"}
         kinds = [k for k in ("assistant/thinking", "assistant/text")
                  if not call or rng.random() < CLAUDE_PER_CALL[k]]
         if not call and "assistant/thinking" in kinds and rng.random() > 0.23:
             kinds.remove("assistant/thinking")
         tool_id = f"toolu_{rng.getrandbits(96):024x}"
-        tool = rng.choice(TOOLS)
+        tool_size = self.size("assistant/tool_use")
+        tools = next(t for limit, t in TOOLS_BY_SIZE if tool_size <= limit)
+        tool = rng.choices(list(tools), weights=list(tools.values()))[0]
         for kind in [*kinds, "assistant/tool_use"] if call else kinds:
             block = self.block(kind, tool_id, tool)
+            size = tool_size if kind == "assistant/tool_use" else self.size(kind)
             yield filled(lambda t, b=block: self.line("assistant", {"message": {
                 "model": self.model, "id": msg, "type": "message", "role": "assistant",
                 "content": [b(t)], "stop_reason": None if call else "end_turn",
-                "stop_sequence": None, "usage": usage}, "requestId": req}), self.size(kind))
+                "stop_sequence": None, "usage": usage}, "requestId": req}), size)
         if call:
             yield from self.result(tool_id, tool)
 
@@ -276,10 +298,11 @@ class Claude(Session):
             return lambda t: {"type": "text", "text": self.text(t)}
         path = f"/home/dev/{self.words.path()}"
         inputs = {
-            "Bash": lambda t: {"command": self.text(t), "description": self.words.text(30)},
+            "Bash": lambda t: {"command": self.command(t), "description": self.words.text(30)},
             "Edit": lambda t: {"file_path": path, "old_string": self.text(t and int(t) // 2),
                                "new_string": self.text(t and int(t) // 2)},
             "Write": lambda t: {"file_path": path, "content": self.text(t)},
+            "Read": lambda t: {"file_path": path + self.command(t and int(t)).replace(" ", "_")},
         }
         make = inputs.get(tool, lambda t: {"pattern": self.text(t), "path": path})
         return lambda t: {"type": "tool_use", "id": tool_id, "name": tool, "input": make(t)}
@@ -381,7 +404,7 @@ class Codex(Session):
             return
         yield self.item("response_item/function_call", lambda t: {
             "type": "function_call", "name": "exec_command", "call_id": call,
-            "arguments": json.dumps({"cmd": self.text(t),
+            "arguments": json.dumps({"cmd": self.command(t),
                                      "workdir": f"/Users/dev/{self.project}"})})
         code = 1 if rng.random() < 0.05 else 0
         yield self.item("response_item/function_call_output", lambda t: {
