@@ -68,18 +68,21 @@ SAMPLE_EVERY = 0.1  # seconds between two looks at a stage's memory (each costs 
 
 def stage(name: str, args: dict[str, Any]) -> Run:
     """Run one stage in a fresh Python process; its result, its peak RSS, and the peak of
-    what it and its children held together (sampled, see :func:`tree_kb`)."""
+    what it and its children held together (sampled, see :func:`tree_kb`). A stage that runs
+    a whole command (``child_rss_mb`` in its result) is the command's: its peak RSS, and what
+    it and its children held, without the stage's own process."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         proc = subprocess.Popen(
             [sys.executable, str(HERE / "stages.py"), name, json.dumps(args)],
             stdout=out, stderr=err,
         )
-        tree = 0
+        tree = below = 0
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
                 break
-            tree = max(tree, tree_kb(proc.pid))
+            own, children = tree_kb(proc.pid, alone=True), tree_kb(proc.pid)
+            tree, below = max(tree, children), max(below, children - own)
             time.sleep(SAMPLE_EVERY)
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
@@ -87,20 +90,26 @@ def stage(name: str, args: dict[str, Any]) -> Run:
         if proc.returncode != 0:
             raise StageFailed(f"{name}: exit {proc.returncode}: {err.read()[-800:].strip()}")
         result = json.loads(out.read().strip().splitlines()[-1])
+    if "child_rss_mb" in result:
+        rss = result["child_rss_mb"]
+        return Run(result, rss, max(below / 1024, rss))
     rss = usage.ru_maxrss / 1024  # KiB on Linux
     return Run(result, rss, max(tree / 1024, rss))
 
 
-def tree_kb(pid: int) -> int:
-    """The proportional set size (KiB) of a process and its descendants: memory shared
-    between them (a forked worker shares its parent's pages until it writes them) counted
-    once, split between the sharers. 0 where /proc cannot tell (the process ended)."""
+def tree_kb(pid: int, alone: bool = False) -> int:
+    """The proportional set size (KiB) of a process and its descendants (``alone``: of the
+    process only): memory shared between them (a forked worker shares its parent's pages
+    until it writes them) counted once, split between the sharers. 0 where /proc cannot tell
+    (the process ended)."""
     total = 0
     try:
         for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
             if line.startswith("Pss:"):
                 total += int(line.split()[1])
                 break
+        if alone:
+            return total
         children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
     except (OSError, ValueError):
         return total

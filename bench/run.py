@@ -3,6 +3,7 @@
     .venv/bin/python bench/run.py                  # 1,000,000 events (minutes)
     .venv/bin/python bench/run.py --events 100000  # a quick run
     .venv/bin/python bench/run.py --skip rss --skip sqlite-utils
+    .venv/bin/python bench/run.py --quick          # the real-log stages only (minutes)
 
 Every figure is the median of ``--repeat`` runs, each in a fresh process (so each stage's peak
 RSS is its own). The baselines run in the same invocation, on the same files, their runs
@@ -34,6 +35,7 @@ sys.path.insert(0, str(HERE))
 
 import baselines  # noqa: E402
 import generate  # noqa: E402
+import real_bench  # noqa: E402
 from harness import (  # noqa: E402
     MB,
     Figure,
@@ -46,8 +48,9 @@ from harness import (  # noqa: E402
     stage,
 )
 
-STAGES = ("raw", "raw-shaped", "sqlite-utils", "ingest", "ingest-1", "reingest", "incremental",
-          "what-if", "dashboard", "rss")
+SEED_STAGES = ("raw", "raw-shaped", "sqlite-utils", "ingest", "ingest-1", "reingest",
+               "incremental", "what-if", "dashboard", "rss")
+STAGES = SEED_STAGES + real_bench.REAL_STAGES
 WHATIF_OPTIONS = ["--budget", "max_steps=20", "--budget", "max_rounds=30"]
 
 
@@ -88,11 +91,20 @@ class Bench:
         self.pages: dict[str, dict[str, Any]] = {}
         self.rss: list[tuple[int, Figure]] = []
         self.grown: list[tuple[int, Figure]] = []  # incremental ingest by database size
+        self.manifest: generate.Manifest | None = None
+        self.real: real_bench.RealLogs | None = None
 
     def wanted(self, name: str) -> bool:
         return name not in self.args.skip
 
     def run(self) -> None:
+        if any(self.wanted(s) for s in SEED_STAGES):
+            self.seed_stages()
+        if any(self.wanted(s) for s in real_bench.REAL_STAGES):
+            self.real = real_bench.RealLogs(self)
+            self.real.run()
+
+    def seed_stages(self) -> None:
         args = self.args
         folder, manifest = corpus(args.data, args.events, args.seed)
         self.corpus, self.manifest = folder, manifest
@@ -426,6 +438,7 @@ class Report:
             status = "" if found["status"] == 200 else f" (HTTP {found['status']})"
             self.target(f"page {page}", f"{found['median_ms']:.0f} ms{status}", "", "",
                         "< 300 ms", ok)
+        real_bench.targets(self)
         return self.render()
 
     @staticmethod
@@ -451,10 +464,13 @@ class Report:
             "|---|---|",
             *(f"| {k} | {v} |" for k, v in facts.items()),
             "",
-            f"Corpus: {m.lines:,} events ({m.malformed} malformed lines) in "
-            f"{m.native_files + m.gate_files + m.trace_files} files ({m.native_files} native, "
-            f"{m.gate_files} gate, {m.trace_files} trace), {m.bytes / MB:.0f} MB, seed {m.seed}. "
-            f"Median of {self.b.args.repeat} runs.",
+            *([f"Corpus: {m.lines:,} events ({m.malformed} malformed lines) in "
+               f"{m.native_files + m.gate_files + m.trace_files} files ({m.native_files} "
+               f"native, {m.gate_files} gate, {m.trace_files} trace), {m.bytes / MB:.0f} MB, "
+               f"seed {m.seed}."] if m else []),
+            *real_bench.corpus_lines(self.b.real),
+            f"Median of {self.b.args.repeat} runs ({self.b.args.incremental_repeat} for the "
+            "incremental and no-op rows); every run is listed at the end.",
             "",
             "## Targets",
             "",
@@ -478,14 +494,22 @@ class Report:
             )
         for name, why in self.b.missing.items():
             out.append(f"| {name} | | | | | | | | {why} |")
+        out += ["", "## Every run", "", "| stage | seconds, run by run | peak with workers, "
+                "run by run |", "|---|---|---|"]
+        out += [f"| {fig.name} | " + " / ".join(f"{r.result['seconds']:.3f}" for r in fig.runs)
+                + " | " + " / ".join(f"{r.tree_mb:.0f}" for r in fig.runs) + " MB |"
+                for fig in figures]
         self.numbers = {
             "machine": facts,
-            "manifest": vars(m),
+            "manifest": vars(m) if m else None,
+            "real_corpus": ({k: v for k, v in vars(self.b.real.corpus).items() if k != "sizes"}
+                            if self.b.real and self.b.real.corpus else None),
             "figures": {fig.name: {"seconds": [r.result["seconds"] for r in fig.runs],
                                    "median_s": fig.seconds, "cpu_s": fig.cpu_seconds,
                                    "events": fig.events,
                                    "bytes": fig.bytes, "peak_rss_mb": fig.rss_mb,
-                                   "peak_tree_pss_mb": fig.tree_mb}
+                                   "peak_tree_pss_mb": fig.tree_mb,
+                                   "peak_tree_pss_mb_runs": [r.tree_mb for r in fig.runs]}
                         for fig in figures},
             "pages": self.b.pages,
             "missing": self.b.missing,
@@ -515,12 +539,19 @@ def main() -> None:
     parser.add_argument("--grow-repeat", type=int, default=5,
                         help="rounds of those appended ingests, taking turns between sizes")
     parser.add_argument("--skip", action="append", default=[], choices=STAGES)
+    parser.add_argument("--real-only", action="store_true",
+                        help="only the real-log stages (ccusage, real-*, varied)")
+    parser.add_argument("--quick", action="store_true",
+                        help="only the real-log stages, on a 26 MB corpus and 50,000 varied "
+                        "seed 002 events (a few minutes)")
     parser.add_argument("--data", type=Path, default=HERE / "data",
                         help="where corpora are generated and kept (default bench/data)")
     parser.add_argument("--out", type=Path, default=HERE / "results",
                         help="folder for latest.md and latest.json ('-': write nothing)")
     args = parser.parse_args()
     args.rss_sizes = [int(x) for x in args.rss_sizes.split(",") if x]
+    if args.quick or args.real_only:
+        args.skip += SEED_STAGES
     args.data.mkdir(parents=True, exist_ok=True)
     bench = Bench(args)
     try:
