@@ -287,8 +287,9 @@ def faster(report: Any, label: str, ours: str, base: str, goal: float | None) ->
     f, missing = report.b.figures, report.b.missing
     if ours in f and base in f:
         r = f[base].seconds / f[ours].seconds
+        cpu = f[base].cpu_seconds / f[ours].cpu_seconds
         report.target(label, f"{f[ours].seconds:.3f} s", f"{f[base].seconds:.3f} s",
-                      f"{r:.2f}x (rounds: {per_round(f[base], f[ours])})",
+                      f"{r:.2f}x (rounds: {per_round(f[base], f[ours])}; CPU time: {cpu:.2f}x)",
                       f">= {goal}x" if goal else "", r >= goal if goal else None)
     elif ours in f and "ccusage" in base and "ccusage" in missing:
         report.target(label, f"{f[ours].seconds:.3f} s", missing["ccusage"], "",
@@ -311,8 +312,10 @@ def throughput(report: Any, label: str, ours: str, base: str, goal: float,
     rounds = " / ".join(f"{work * y.result['seconds'] / x.result['seconds']:.2f}x"
                         for x, y in zip(a.runs, b.runs, strict=False))
     r = mine / theirs
+    cpu = work * b.cpu_seconds / a.cpu_seconds
     report.target(label, f"{mine:,.1f} {unit}", f"{theirs:,.1f} {unit}",
-                  f"{r:.2f}x (rounds: {rounds})", f">= {goal}x", r >= goal)
+                  f"{r:.2f}x (rounds: {rounds}; CPU time: {cpu:.2f}x)", f">= {goal}x",
+                  r >= goal)
 
 
 def targets(report: Any) -> None:

@@ -106,7 +106,7 @@ SYLLABLES = ("ka", "to", "ri", "en", "al", "mo", "ste", "pra", "lu", "dex", "on"
 PUNCT = ("(", ")", ":", "=", "->", "{", "}", ",", ".", "/", "[", "]", "\n", "\n", "\n    ",
          "\"", "'", "+", "-", "#", "→", "✓", "é")
 MANIFEST = "real-corpus.manifest"  # not *.json: ingest must not take it for a log
-VERSION = 2  # bump when the corpus changes, so that kept corpora are made again
+VERSION = 3  # bump when the corpus changes, so that kept corpora are made again
 
 
 class Words:
@@ -473,18 +473,18 @@ def file_sizes(rng: random.Random, count: int, total: int) -> list[int]:
     return [max(4000, round(x * scale)) for x in raw]
 
 
-def write(path: Path, lines: Iterator[str], target: int, mode: str = "w") -> tuple[int, int]:
-    """Write lines until ``target`` bytes; returns (bytes, lines)."""
+def write(path: Path, lines: Iterator[str], target: float, mode: str = "wb") -> tuple[int, int]:
+    """Write lines while they fit in ``target`` bytes (at least one); returns (bytes, lines)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     size = count = 0
-    with path.open(mode, encoding="utf-8") as f:
+    with path.open(mode) as f:
         for line in lines:
-            data = line + "\n"
-            f.write(data)
-            size += len(data.encode())
-            count += 1
-            if size >= target:
+            data = (line + "\n").encode()
+            if count and size + len(data) > target:
                 break
+            f.write(data)
+            size += len(data)
+            count += 1
     return size, count
 
 
@@ -560,7 +560,7 @@ def grow(folder: Path, files: int, seed: int = 2) -> tuple[int, int]:
         session = Claude(rng, words, at, "grown", session=last.get("sessionId"))
         session.parent = last.get("uuid")
         turn = [*itertools.islice(session.response(call=True), 4)]
-        size, count = write(path, iter(turn), math.inf, mode="a")  # type: ignore[arg-type]
+        size, count = write(path, iter(turn), math.inf, mode="ab")
         added, lines = added + size, lines + count
     return added, lines
 

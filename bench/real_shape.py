@@ -81,11 +81,13 @@ class Shape:
     sizes: list[int] = field(default_factory=list)
     kinds: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
     text_counts: Counter[int] = field(default_factory=Counter)
+    stored: int = 0  # bytes as stored (redacted, where a sample was)
     compressed: int = 0
     bad: int = 0
 
     def add_file(self, data: bytes, kind_of: Any) -> None:
         self.files += 1
+        self.stored += len(data)
         self.compressed += len(zlib.compress(data, 6))
         for line in data.splitlines(keepends=True):
             size = unredacted_size(line)
@@ -111,7 +113,8 @@ class Shape:
         return sum(1 for c in self.text_counts.values() if c == 1) / total if total else 1.0
 
     def zlib_ratio(self) -> float:
-        return self.bytes / self.compressed if self.compressed else 0.0
+        """How far zlib shrinks the bytes as stored (a measure of repetition)."""
+        return self.stored / self.compressed if self.compressed else 0.0
 
 
 _PLACEHOLDER = re.compile(rb"\[REDACTED_[A-Z_]+ len=(\d+) sha=[0-9a-f]+\]")
