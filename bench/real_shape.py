@@ -144,7 +144,7 @@ def log_kind(path: Path, first: bytes) -> str | None:
     if b'"payload"' in first and (b'"session_meta"' in first or b'"response_item"' in first
                                   or b'"event_msg"' in first or b'"turn_context"' in first):
         return CODEX
-    if b'"sessionId"' in first or b'"type":"summary"' in first or b'"leafUuid"' in first:
+    if any(mark in first for mark in (b'"sessionId"', b'"leafUuid"', b'"file-history-snapshot"')):
         return CLAUDE
     return None
 
