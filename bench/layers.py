@@ -28,7 +28,7 @@ import pstats
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import msgspec
@@ -46,7 +46,7 @@ from ledger.formats.seed_dialects import (
     native_record,
     parse_json,
 )
-from ledger.ingest.files import DEFAULT_MAX_LINE, discover, read_lines, sniff
+from ledger.ingest.files import DEFAULT_MAX_LINE, Line, discover, read_lines, sniff
 from ledger.ingest.ingester import ingest
 from ledger.ingest.options import Options
 from ledger.ingest.source import SourceFold
@@ -55,6 +55,17 @@ from ledger.ingest.source import SourceFold
 def jsonl_files(corpus: Path) -> list[tuple[Path, str]]:
     infos = (sniff(path) for path in discover([corpus]))
     return [(i.path, i.dialect) for i in infos if i.dialect in (NATIVE, GATE)]
+
+
+def batches(path: Path) -> Iterator[list[Line]]:
+    """A file's lines, a batch of 20,000 at a time, as ingest reads them."""
+    with path.open("rb") as f:
+        offset = 0
+        while True:
+            lines, offset = read_lines(f, offset, 20_000)
+            if not lines:
+                return
+            yield lines
 
 
 def pipeline(files: list[tuple[Path, str]], depth: int) -> int:
@@ -67,30 +78,25 @@ def pipeline(files: list[tuple[Path, str]], depth: int) -> int:
         source = SourceFold(fold, path.name, str(path), dialect, "bench")
         record = native_record if dialect == NATIVE else gate_record
         typed = native_line if dialect == NATIVE else gate_line
-        with path.open("rb") as f:
-            offset = 0
-            while True:
-                lines, offset = read_lines(f, offset, 20_000)
-                if not lines:
-                    break
-                count += len(lines)
-                if depth == 5:
-                    source.feed_lines(lines, DEFAULT_MAX_LINE)
-                    continue
-                for line in lines:
-                    if depth == 4:
-                        try:
-                            typed(line.raw)
-                        except RecordError:
-                            pass
-                    elif depth > 1:
-                        try:
-                            value = parse_json(line.raw)
-                            if depth > 2:
-                                record(value)
-                        except RecordError:
-                            pass
-                source.take()
+        for lines in batches(path):
+            count += len(lines)
+            if depth == 5:
+                source.feed_lines(lines, DEFAULT_MAX_LINE)
+                continue
+            for line in lines:
+                if depth == 4:
+                    try:
+                        typed(line.raw)
+                    except RecordError:
+                        pass
+                elif depth > 1:
+                    try:
+                        value = parse_json(line.raw)
+                        if depth > 2:
+                            record(value)
+                    except RecordError:
+                        pass
+            source.take()
     return count
 
 
@@ -118,22 +124,17 @@ def real_pipeline(files: list[tuple[Path, str]], depth: int) -> int:
     try:
         for path, dialect in files:
             source = SourceFold(fold, path.name, str(path), dialect, "bench")
-            with path.open("rb") as f:
-                offset = 0
-                while True:
-                    lines, offset = read_lines(f, offset, 20_000)
-                    if not lines:
-                        break
-                    count += len(lines)
-                    if depth >= 3:
-                        source.feed_lines(lines, DEFAULT_MAX_LINE)
-                        source.take()
-                    elif depth == 2:
-                        for line in lines:
-                            try:
-                                decode(line.raw)
-                            except msgspec.DecodeError:
-                                pass
+            for lines in batches(path):
+                count += len(lines)
+                if depth >= 3:
+                    source.feed_lines(lines, DEFAULT_MAX_LINE)
+                    source.take()
+                elif depth == 2:
+                    for line in lines:
+                        try:
+                            decode(line.raw)
+                        except msgspec.DecodeError:
+                            pass
     finally:
         agent_records.redact = kept
     return count

@@ -573,13 +573,19 @@ def restore(folder: Path, manifest: Manifest) -> None:
             os.truncate(path, size)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def corpus_parser(doc: str) -> argparse.ArgumentParser:
+    """A command line for a corpus: its folder, sizes and seed."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("folder", type=Path)
     parser.add_argument("--claude-mb", type=float, default=100)
     parser.add_argument("--codex-mb", type=float, default=30)
     parser.add_argument("--claude-files", type=int, default=500)
     parser.add_argument("--seed", type=int, default=1)
+    return parser
+
+
+def main() -> None:
+    parser = corpus_parser(__doc__)
     parser.add_argument("--grow", type=int, metavar="FILES",
                         help="append a short turn to FILES Claude Code files of a corpus")
     args = parser.parse_args()
