@@ -201,8 +201,9 @@ class RealLogs:
         for name, kept in runs.items():
             if kept:
                 self.bench.add(name, kept, size=added,
-                               note=f"{lines} lines ({added:,} bytes) appended to "
-                               f"{GROWN_FILES} of {len(claude)} files" if name == ours
+                               note=f"a response appended to {GROWN_FILES} of {len(claude)} "
+                               f"files each round (the last: {lines} lines, {added:,} bytes)"
+                               if name == ours
                                else note_for(name, kept))
 
     def memory(self) -> None:
