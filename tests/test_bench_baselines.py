@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -44,3 +45,28 @@ def test_ccusage_reads_only_the_corpus(tmp_path: Path) -> None:
     assert not Path(env["CODEX_HOME"]).exists()
     assert ccusage.argv(Path("ccusage"), "claude") == ["ccusage", "claude", "daily", "--json",
                                                        "--offline"]
+
+
+def test_the_report_says_why_ccusage_is_left_out() -> None:
+    import run
+    from harness import Figure, Run
+
+    def figure(name: str, seconds: list[float]) -> Figure:
+        return Figure(name, [Run({"seconds": s, "cpu_seconds": s / 2}, 50.0, 60.0)
+                             for s in seconds])
+
+    args = SimpleNamespace(append=1.0, append_more=5.0, repeat=3, incremental_repeat=5,
+                           grow_events=0)
+    ours = "real: ingest, Claude Code (command)"
+    noop = "real: no-op re-ingest of 500 files (command)"
+    bench = SimpleNamespace(figures={ours: figure(ours, [2.0, 1.0, 3.0]),
+                                     noop: figure(noop, [0.05, 0.04, 0.07])},
+                            missing={"ccusage": "left out: node not found"}, rss=[], grown=[],
+                            pages={}, args=args, real=None, manifest=None)
+    text = run.Report(bench).build()
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in text.splitlines()}
+    assert "left out: node not found" in rows[
+        "real logs: ingest of Claude Code vs ccusage (whole commands)"]
+    assert rows["no-op re-ingest of 500 files (command), wall"].endswith("| met |")
+    assert "50 ms (runs: 50 / 40 / 70 ms)" in text
+    assert "| 2.000 / 1.000 / 3.000 |" in text  # every run, not only the median
