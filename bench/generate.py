@@ -19,6 +19,7 @@ Usage::
 
     python bench/generate.py bench/data/corpus --events 1000000
     python bench/generate.py bench/data/corpus --append 1   # 1% more events, to every JSONL file
+    python bench/generate.py bench/data/varied --varied --events 200000 --files 20
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+import real_corpus
 
 TASK_CLASSES = ("bugfix", "refactor", "docs", "tests", "deps", "migration", "perf", "feature")
 TOOLS = ("read_file", "apply_patch", "run_tests", "grep", "list_dir", "shell", "edit_file",
@@ -52,6 +55,8 @@ NATIVE_SCENARIOS = {
     "token_blowup": 4, "tool_call_blowup": 4, "writes": 4, "slow": 3,
 }
 GATE_SCENARIOS = {"complete": 25, "long": 35, "writes": 15, "slow": 10, "retry_near_ceiling": 15}
+#: Those of the varied corpus: no retries, whose details repeat by design.
+VARIED_GATE_SCENARIOS = {"complete": 25, "long": 45, "writes": 15, "slow": 15}
 TRACE_SCENARIOS = ("long", "no_progress", "token_blowup", "complete", "unknown_vendor",
                    "tool_call_blowup", "tool_errors", "long", "complete", "no_progress")
 
@@ -155,6 +160,10 @@ class Text:
             f"check the {r.choice(MODULES)} token refresh path",
         ))
 
+    def round_detail(self, tool: str) -> str:
+        """A seed 002 line's detail for a model round (which has none of its own)."""
+        return tool
+
     def secret(self) -> str:
         r = self.rng
         alnum = string.ascii_letters + string.digits
@@ -167,6 +176,20 @@ class Text:
             + "".join(r.choice(string.ascii_uppercase) for _ in range(16)),
             f"\ngit clone https://ci-bot:{key[:20]}@git.example.com/acme/app.git",
         ))
+
+
+class VariedText(Text):
+    """Details as varied as real tool arguments: every one different, as in the seed 002
+    ledgers of issue 22 (a memo of redaction results serves none of them)."""
+
+    def __init__(self, rng: random.Random) -> None:
+        super().__init__(rng)
+        self.words = real_corpus.Words(rng)
+
+    def detail(self, tool: str) -> str:
+        return f"{tool} {self.words.path()} {self.words.text(self.rng.randint(20, 160))}"
+
+    round_detail = detail
 
 
 # --- sessions ---------------------------------------------------------------------------------
@@ -322,7 +345,8 @@ def gate_lines(maker: SessionMaker, scenario: str, length: int) -> list[str]:
         kind = step.kind if step.kind != "round" else "think"
         writes += kind == "write"
         elapsed += step.dt
-        out.append(json.dumps({"step": n, "action": kind, "detail": step.detail or step.tool,
+        detail = step.detail or maker.text.round_detail(step.tool)
+        out.append(json.dumps({"step": n, "action": kind, "detail": detail,
                                "writes": writes, "elapsed_s": round(elapsed, 3)}))
     return out
 
@@ -430,18 +454,8 @@ def generate(folder: Path, events: int = 1_000_000, sessions: int = 10_000, file
         manifest.bytes += len(doc.encode())
 
     for n in range(gate_files):
-        carry = done = 0
-        lines: list[str] = []
-        for length in gate_events[n::gate_files]:
-            # a short scenario's unused events go to the next run, so the total holds
-            lines += gate_lines(maker, _pick(rng, GATE_SCENARIOS), length + carry)
-            carry = length + carry - len(lines) + done
-            done = len(lines)
-        if carry > 0:
-            lines += gate_lines(maker, "long", carry)
         path = folder / TASK_CLASSES[n % len(TASK_CLASSES)] / f"gate-{n:02d}.jsonl"
-        path.parent.mkdir(exist_ok=True)
-        manifest.bytes += write_jsonl(path, lines, rng, manifest)
+        gate_file(maker, path, gate_events[n::gate_files], GATE_SCENARIOS, manifest)
 
     for n in range(native_files):
         path = folder / TASK_CLASSES[n % len(TASK_CLASSES)] / f"host-{n:02d}.jsonl"
@@ -451,6 +465,41 @@ def generate(folder: Path, events: int = 1_000_000, sessions: int = 10_000, file
     manifest.sizes = {
         str(p.relative_to(folder)): p.stat().st_size for p in sorted(folder.rglob("*.json*"))
     }
+    manifest.save(folder)
+    return manifest
+
+
+def gate_file(maker: SessionMaker, path: Path, run_lengths: list[int],
+              scenarios: dict[str, int], manifest: Manifest) -> None:
+    """A seed 002 ledger of runs one after another, ``sum(run_lengths)`` events."""
+    rng = maker.rng
+    carry = done = 0
+    lines: list[str] = []
+    for length in run_lengths:
+        # a short scenario's unused events go to the next run, so the total holds
+        lines += gate_lines(maker, _pick(rng, scenarios), length + carry)
+        carry = length + carry - len(lines) + done
+        done = len(lines)
+    if carry > 0:
+        lines += gate_lines(maker, "long", carry)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    manifest.bytes += write_jsonl(path, lines, rng, manifest)
+
+
+def varied_gate_corpus(folder: Path, events: int = 200_000, files: int = 20,
+                       seed: int = 2) -> Manifest:
+    """Seed 002 ledgers with varied details (issue 22): ``events`` in ``files`` files, runs of
+    a Pareto spread of lengths, every detail different."""
+    rng = random.Random(seed)
+    maker = SessionMaker(rng, VariedText(rng))
+    runs = max(files, events // 100)
+    manifest = Manifest(events, runs, files, seed, gate_files=files)
+    run_lengths = lengths(rng, runs, events)
+    for n in range(files):
+        path = folder / "gate" / f"gate-{n:02d}.jsonl"
+        gate_file(maker, path, run_lengths[n::files], VARIED_GATE_SCENARIOS, manifest)
+    manifest.sizes = {str(p.relative_to(folder)): p.stat().st_size
+                      for p in sorted(folder.rglob("*.jsonl"))}
     manifest.save(folder)
     return manifest
 
@@ -518,6 +567,8 @@ def main() -> None:
                         help="default: one per 100 events")
     parser.add_argument("--files", type=int, default=100)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--varied", action="store_true",
+                        help="seed 002 ledgers only, every detail different (--files of them)")
     parser.add_argument("--append", type=float, metavar="PERCENT",
                         help="append PERCENT %% more events to an existing corpus")
     args = parser.parse_args()
@@ -527,7 +578,10 @@ def main() -> None:
     if any(args.folder.iterdir() if args.folder.exists() else ()):
         raise SystemExit(f"{args.folder} is not empty")
     sessions = args.sessions or max(1, args.events // 100)
-    manifest = generate(args.folder, args.events, sessions, args.files, args.seed)
+    if args.varied:
+        manifest = varied_gate_corpus(args.folder, args.events, args.files, args.seed)
+    else:
+        manifest = generate(args.folder, args.events, sessions, args.files, args.seed)
     print(json.dumps({k: v for k, v in asdict(manifest).items() if k != "sizes"}))
 
 

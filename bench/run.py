@@ -3,6 +3,7 @@
     .venv/bin/python bench/run.py                  # 1,000,000 events (minutes)
     .venv/bin/python bench/run.py --events 100000  # a quick run
     .venv/bin/python bench/run.py --skip rss --skip sqlite-utils
+    .venv/bin/python bench/run.py --quick          # the real-log stages only (minutes)
 
 Every figure is the median of ``--repeat`` runs, each in a fresh process (so each stage's peak
 RSS is its own). The baselines run in the same invocation, on the same files, their runs
@@ -20,12 +21,10 @@ import os
 import platform
 import shutil
 import sqlite3
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -36,107 +35,23 @@ sys.path.insert(0, str(HERE))
 
 import baselines  # noqa: E402
 import generate  # noqa: E402
+import real_bench  # noqa: E402
+from harness import (  # noqa: E402
+    MB,
+    Figure,
+    Run,
+    StageFailed,
+    copy_to_disk,
+    fresh,
+    log,
+    repeat,
+    stage,
+)
 
-STAGES = ("raw", "raw-shaped", "sqlite-utils", "ingest", "ingest-1", "reingest", "incremental",
-          "what-if", "dashboard", "rss")
-MB = 1_000_000
+SEED_STAGES = ("raw", "raw-shaped", "sqlite-utils", "ingest", "ingest-1", "reingest",
+               "incremental", "what-if", "dashboard", "rss")
+STAGES = SEED_STAGES + real_bench.REAL_STAGES
 WHATIF_OPTIONS = ["--budget", "max_steps=20", "--budget", "max_rounds=30"]
-
-
-@dataclass
-class Run:
-    """One run of a stage: what the stage reported, its process's peak RSS, and the peak of
-    the memory it and its child processes (ingest's workers) held together."""
-
-    result: dict[str, Any]
-    rss_mb: float
-    tree_mb: float
-
-
-@dataclass
-class Figure:
-    name: str
-    runs: list[Run] = field(default_factory=list)
-    events: int | None = None
-    bytes: int | None = None
-    note: str = ""
-
-    @property
-    def seconds(self) -> float:
-        return statistics.median(r.result["seconds"] for r in self.runs)
-
-    @property
-    def cpu_seconds(self) -> float:
-        return statistics.median(r.result.get("cpu_seconds", 0.0) for r in self.runs)
-
-    @property
-    def rss_mb(self) -> float:
-        return max(r.rss_mb for r in self.runs)
-
-    @property
-    def tree_mb(self) -> float:
-        return max(r.tree_mb for r in self.runs)
-
-    @property
-    def events_per_s(self) -> float | None:
-        return self.events / self.seconds if self.events else None
-
-    @property
-    def mb_per_s(self) -> float | None:
-        return self.bytes / MB / self.seconds if self.bytes else None
-
-
-SAMPLE_EVERY = 0.1  # seconds between two looks at a stage's memory (each costs 0.6 ms of CPU
-# a process: every 20 ms, 9% of a core taken from the 3 processes of an ingest with workers)
-
-
-def stage(name: str, args: dict[str, Any]) -> Run:
-    """Run one stage in a fresh Python process; its result, its peak RSS, and the peak of
-    what it and its children held together (sampled, see :func:`tree_kb`)."""
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        proc = subprocess.Popen(
-            [sys.executable, str(HERE / "stages.py"), name, json.dumps(args)],
-            stdout=out, stderr=err,
-        )
-        tree = 0
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            tree = max(tree, tree_kb(proc.pid))
-            time.sleep(SAMPLE_EVERY)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
-        if proc.returncode != 0:
-            raise StageFailed(f"{name}: exit {proc.returncode}: {err.read()[-800:].strip()}")
-        result = json.loads(out.read().strip().splitlines()[-1])
-    rss = usage.ru_maxrss / 1024  # KiB on Linux
-    return Run(result, rss, max(tree / 1024, rss))
-
-
-def tree_kb(pid: int) -> int:
-    """The proportional set size (KiB) of a process and its descendants: memory shared
-    between them (a forked worker shares its parent's pages until it writes them) counted
-    once, split between the sharers. 0 where /proc cannot tell (the process ended)."""
-    total = 0
-    try:
-        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-            if line.startswith("Pss:"):
-                total += int(line.split()[1])
-                break
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    except (OSError, ValueError):
-        return total
-    return total + sum(tree_kb(int(child)) for child in children)
-
-
-class StageFailed(RuntimeError):
-    pass
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 # --- corpus ----------------------------------------------------------------------------------
@@ -160,38 +75,6 @@ def corpus(data: Path, events: int, seed: int) -> tuple[Path, generate.Manifest]
 # --- stages ----------------------------------------------------------------------------------
 
 
-def repeat(name: str, times: int, args: dict[str, Any], before: Any = None) -> list[Run]:
-    runs = []
-    for n in range(times):
-        if before is not None:
-            before()
-        runs.append(stage(name, args))
-        log(f"  {name} run {n + 1}/{times}: {runs[-1].result['seconds']:.2f} s, "
-            f"{runs[-1].rss_mb:.0f} MB")
-    return runs
-
-
-def fresh(*paths: Path) -> None:
-    for path in paths:
-        for suffix in ("", "-wal", "-shm", "-journal"):
-            Path(f"{path}{suffix}").unlink(missing_ok=True)
-
-
-def copy_to_disk(source: Path, target: Path) -> None:
-    """Copy a database and wait until the copy is on disk.
-
-    A fresh copy's pages sit in the page cache, dirty; the first checkpoint of an ingest into
-    it fsyncs the file, which would write the whole copy then and bill the ingest for it (on
-    the 3M database, a 0.55 s incremental ingest was 0.37 s with the copy on disk first).
-    """
-    shutil.copyfile(source, target)
-    fd = os.open(target, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def available(command: list[str]) -> bool:
     """Whether an agent-ledger command exists (its --help exits 0)."""
     proc = subprocess.run([sys.executable, "-m", "ledger", *command, "--help"],
@@ -208,11 +91,20 @@ class Bench:
         self.pages: dict[str, dict[str, Any]] = {}
         self.rss: list[tuple[int, Figure]] = []
         self.grown: list[tuple[int, Figure]] = []  # incremental ingest by database size
+        self.manifest: generate.Manifest | None = None
+        self.real: real_bench.RealLogs | None = None
 
     def wanted(self, name: str) -> bool:
         return name not in self.args.skip
 
     def run(self) -> None:
+        if any(self.wanted(s) for s in SEED_STAGES):
+            self.seed_stages()
+        if any(self.wanted(s) for s in real_bench.REAL_STAGES):
+            self.real = real_bench.RealLogs(self)
+            self.real.run()
+
+    def seed_stages(self) -> None:
         args = self.args
         folder, manifest = corpus(args.data, args.events, args.seed)
         self.corpus, self.manifest = folder, manifest
@@ -546,6 +438,7 @@ class Report:
             status = "" if found["status"] == 200 else f" (HTTP {found['status']})"
             self.target(f"page {page}", f"{found['median_ms']:.0f} ms{status}", "", "",
                         "< 300 ms", ok)
+        real_bench.targets(self)
         return self.render()
 
     @staticmethod
@@ -571,10 +464,13 @@ class Report:
             "|---|---|",
             *(f"| {k} | {v} |" for k, v in facts.items()),
             "",
-            f"Corpus: {m.lines:,} events ({m.malformed} malformed lines) in "
-            f"{m.native_files + m.gate_files + m.trace_files} files ({m.native_files} native, "
-            f"{m.gate_files} gate, {m.trace_files} trace), {m.bytes / MB:.0f} MB, seed {m.seed}. "
-            f"Median of {self.b.args.repeat} runs.",
+            *([f"Corpus: {m.lines:,} events ({m.malformed} malformed lines) in "
+               f"{m.native_files + m.gate_files + m.trace_files} files ({m.native_files} "
+               f"native, {m.gate_files} gate, {m.trace_files} trace), {m.bytes / MB:.0f} MB, "
+               f"seed {m.seed}."] if m else []),
+            *real_bench.corpus_lines(self.b.real),
+            f"Median of {self.b.args.repeat} runs ({self.b.args.incremental_repeat} for the "
+            "incremental and no-op rows); every run is listed at the end.",
             "",
             "## Targets",
             "",
@@ -598,14 +494,22 @@ class Report:
             )
         for name, why in self.b.missing.items():
             out.append(f"| {name} | | | | | | | | {why} |")
+        out += ["", "## Every run", "", "| stage | seconds, run by run | peak with workers, "
+                "run by run |", "|---|---|---|"]
+        out += [f"| {fig.name} | " + " / ".join(f"{r.result['seconds']:.3f}" for r in fig.runs)
+                + " | " + " / ".join(f"{r.tree_mb:.0f}" for r in fig.runs) + " MB |"
+                for fig in figures]
         self.numbers = {
             "machine": facts,
-            "manifest": vars(m),
+            "manifest": vars(m) if m else None,
+            "real_corpus": ({k: v for k, v in vars(self.b.real.corpus).items() if k != "sizes"}
+                            if self.b.real and self.b.real.corpus else None),
             "figures": {fig.name: {"seconds": [r.result["seconds"] for r in fig.runs],
                                    "median_s": fig.seconds, "cpu_s": fig.cpu_seconds,
                                    "events": fig.events,
                                    "bytes": fig.bytes, "peak_rss_mb": fig.rss_mb,
-                                   "peak_tree_pss_mb": fig.tree_mb}
+                                   "peak_tree_pss_mb": fig.tree_mb,
+                                   "peak_tree_pss_mb_runs": [r.tree_mb for r in fig.runs]}
                         for fig in figures},
             "pages": self.b.pages,
             "missing": self.b.missing,
@@ -635,12 +539,19 @@ def main() -> None:
     parser.add_argument("--grow-repeat", type=int, default=5,
                         help="rounds of those appended ingests, taking turns between sizes")
     parser.add_argument("--skip", action="append", default=[], choices=STAGES)
+    parser.add_argument("--real-only", action="store_true",
+                        help="only the real-log stages (ccusage, real-*, varied)")
+    parser.add_argument("--quick", action="store_true",
+                        help="only the real-log stages, on a 26 MB corpus and 50,000 varied "
+                        "seed 002 events (a few minutes)")
     parser.add_argument("--data", type=Path, default=HERE / "data",
                         help="where corpora are generated and kept (default bench/data)")
     parser.add_argument("--out", type=Path, default=HERE / "results",
                         help="folder for latest.md and latest.json ('-': write nothing)")
     args = parser.parse_args()
     args.rss_sizes = [int(x) for x in args.rss_sizes.split(",") if x]
+    if args.quick or args.real_only:
+        args.skip += SEED_STAGES
     args.data.mkdir(parents=True, exist_ok=True)
     bench = Bench(args)
     try:

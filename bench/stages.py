@@ -22,8 +22,6 @@ from urllib.parse import quote
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import baselines  # noqa: E402
-
 Result = dict[str, Any]
 
 
@@ -45,9 +43,46 @@ def _cpu() -> float:
 
 
 def raw(args: dict[str, Any]) -> Result:
+    import baselines  # here, not above: it imports ledger's writer (sqlite-utils, pandas),
+    # which a stage that runs a whole command must not hold
+
     seconds, rows = _timed(lambda: baselines.raw_limit(
         Path(args["corpus"]), Path(args["db"]), shaped=args.get("shaped", False)))
     return {"seconds": seconds, "events": rows, "parser": baselines.fastest_parser()[0]}
+
+
+def raw_lines(args: dict[str, Any]) -> Result:
+    import baselines
+
+    paths = [Path(p) for p in args["paths"]]
+    seconds, (rows, size) = _timed(lambda: baselines.raw_lines(paths, Path(args["db"])))
+    return {"seconds": seconds, "events": rows, "bytes": size,
+            "parser": baselines.fastest_parser()[0]}
+
+
+def command(args: dict[str, Any]) -> Result:
+    """A whole command as a shell runs it (``argv``, with ``env`` added): wall-clock seconds
+    from its start to its end, interpreter and imports included; its CPU time and peak RSS."""
+    import os
+    import subprocess
+
+    env = {**os.environ, **args.get("env", {})}
+    seconds, proc = _timed(lambda: subprocess.run(args["argv"], env=env, capture_output=True,
+                                                  check=False))
+    if proc.returncode not in args.get("ok", (0,)):
+        raise SystemExit(f"{args['argv'][:3]} exited with {proc.returncode}: "
+                         f"{proc.stderr.decode(errors='replace')[-500:]}")
+    child = resource.getrusage(resource.RUSAGE_CHILDREN)
+    result: Result = {"seconds": seconds, "child_rss_mb": child.ru_maxrss / 1024}
+    if args.get("json_summary"):
+        summary = json.loads(proc.stdout)
+        result.update(events=summary["steps"] + summary["errors"],
+                      bytes=summary["bytes_read"],
+                      summary={k: summary[k] for k in ("files", "unchanged_files",
+                                                       "updated_files", "lines", "errors")})
+    else:
+        result["output_bytes"] = len(proc.stdout)
+    return result
 
 
 def sqlite_utils(args: dict[str, Any]) -> Result:
@@ -186,8 +221,8 @@ def dashboard(args: dict[str, Any]) -> Result:
 
 
 STAGES: dict[str, Callable[[dict[str, Any]], Result]] = {
-    "raw": raw, "sqlite-utils": sqlite_utils, "ingest": ingest, "what-if": whatif,
-    "dashboard": dashboard,
+    "raw": raw, "raw-lines": raw_lines, "command": command, "sqlite-utils": sqlite_utils,
+    "ingest": ingest, "what-if": whatif, "dashboard": dashboard,
 }
 
 
