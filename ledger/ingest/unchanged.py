@@ -2,7 +2,9 @@
 
 A source has been read to its end when its row's ``offset`` is its ``size``, and its file is
 taken as untouched since when its size and modification time are still those the row
-recorded (as make and rsync judge a file). Such a file, under the same fold settings, is
+recorded (as make and rsync judge a file: a rewrite that keeps both, to the resolution of
+the file system's clock, is not seen until the file changes again; logs are appended to,
+and an append changes the size). Such a file, under the same fold settings, is
 one the ingest would only sniff, claim and count as unchanged: this says so without opening
 it. Only ``os`` and ``sqlite3`` are used, since the entry point (:mod:`ledger.cli.quick`)
 asks this before anything else is imported.
