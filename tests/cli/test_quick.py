@@ -106,6 +106,8 @@ def test_the_script_says_what_the_full_command_says(
     db.write_bytes(saved)
     full = run(FULL, *argv)
     assert script == full
+    if change is _nothing and "--budget" not in options:
+        assert db.read_bytes() == saved  # nothing migrated, nothing recomputed, by either
     if options == ("--json",):
         assert json.loads(full[1])["unchanged_files"] == 7
 
