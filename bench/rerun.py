@@ -16,6 +16,7 @@ once, then times whole processes, as a user's shell starts them, taking turns:
   default; each run appends new turns), to show that its cost follows the new lines, not
   the files.
 
+Then the grown ingests again inside this process, everything loaded once: the work alone.
 Every run's figure is printed, then the medians and the ratio ccusage / noop (round by
 round, and of the medians). ``--python`` names the interpreter of the console script: an
 editable install (``pip install -e``, as a development checkout has) adds its path finder's
@@ -134,8 +135,9 @@ def main() -> None:
     first, _ = timed(ours, env)
     print(f"load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} cores; "
           f"{args.files} files, {size / 1e6:.1f} MB; first ingest {first:.0f} ms")
+    grown = args.grown or [5, 50]
     kinds = {"python": [args.python, "-c", "pass"], "noop": ours,
-             **{f"grown {n}": ours for n in args.grown or (5, 50)}}
+             **{f"grown {n}": ours for n in grown}}
     if args.ccusage and shutil.which(args.ccusage):
         kinds["ccusage"] = [args.ccusage, "claude", "daily", "--offline", "--json"]
     else:
@@ -145,20 +147,48 @@ def main() -> None:
     for round_ in range(args.rounds):
         for kind, command in kinds.items():
             if kind.startswith("grown"):
-                for path, maker in rng.sample(makers, int(kind.split()[1])):
-                    write(path, maker.turn(), "a")
+                grow(makers, rng, int(kind.split()[1]))
             took, out = timed(command, env)
             times[kind].append(took)
             print(f"round {round_ + 1} {kind}: {took:.1f} ms"
                   + (f"  ({out.splitlines()[0]})" if command is ours else ""))
     medians = {kind: statistics.median(t) for kind, t in times.items()}
+    report(times, medians)
+    in_process(work / "ledger.db", projects, makers, rng, args.rounds, (0, *sorted(set(grown))))
+    if not args.keep:
+        shutil.rmtree(work)
+
+
+def report(times: dict[str, list[float]], medians: dict[str, float]) -> None:
     print("medians: " + ", ".join(f"{k} {v:.1f} ms" for k, v in medians.items()))
     if "ccusage" in medians:
         ratios = [c / n for c, n in zip(times["ccusage"], times["noop"], strict=True)]
         print("ccusage / noop, round by round: " + " ".join(f"{r:.1f}x" for r in ratios))
         print(f"ccusage / noop, medians: {medians['ccusage'] / medians['noop']:.2f}x")
-    if not args.keep:
-        shutil.rmtree(work)
+
+
+def in_process(db: Path, projects: Path, makers: list[tuple[Path, Claude]], rng: random.Random,
+               rounds: int, sizes: tuple[int, ...]) -> None:
+    """The grown ingests again inside this process, its modules and the secret rules loaded
+    once: the work alone, which follows the lines read, not the files (0: none grown)."""
+    from ledger.ingest.ingester import ingest
+
+    grow(makers, rng, 1)
+    ingest(db, [projects])  # loads it all, the secret rules too
+    for round_ in range(rounds):
+        for n in sizes:
+            grow(makers, rng, n)
+            started = time.perf_counter()
+            summary = ingest(db, [projects])
+            took = (time.perf_counter() - started) * 1000
+            print(f"round {round_ + 1} in process, {n} grown: {took:.1f} ms, "
+                  f"{summary.lines} lines read ({summary.unchanged_files} files unchanged)")
+
+
+def grow(makers: list[tuple[Path, Claude]], rng: random.Random, files: int) -> None:
+    """A turn more in ``files`` of the generated transcripts."""
+    for path, maker in rng.sample(makers, files):
+        write(path, maker.turn(), "a")
 
 
 if __name__ == "__main__":
