@@ -1,13 +1,14 @@
 """The ``agent-ledger`` entry point: a re-ingest with nothing new answered before click loads.
 
-``agent-ledger ingest DB PATHS...``, given no option, over files that are all sources read to
-their end and untouched since (:mod:`ledger.ingest.unchanged`), in a database whose schema
-and verdict tables are current, prints what the full command would print for it and exits 0:
-with ``os`` and ``sqlite3`` alone, one query, one stat a file, and nothing written, as the
-full command writes nothing then either. Anything else (an option, a file new, grown or
-unusual, a database to make or migrate) goes to the full command line, :data:`ledger.cli.cli`,
-which then does all the work and says everything itself; so does any error here. Starting
-click and the fold costs some 150 ms, the answer here a few: a re-run a user can feel.
+``agent-ledger ingest DB PATHS...``, given no option but ``--strict``, over files that are
+all sources read to their end and untouched since (:mod:`ledger.ingest.unchanged`), in a
+database whose schema and verdict tables are current, prints what the full command would
+print for it and exits 0: with ``os`` and ``sqlite3`` alone, one query, one stat a file, and
+nothing written, as the full command writes nothing then either. Anything else (another
+option, a file new, grown or unusual, a database to make or migrate) goes to the full
+command line, :mod:`ledger.cli.group`, which then does all the work and says everything
+itself; so does any error here. Loading click, sqlite-utils and the fold costs a few hundred
+milliseconds, the answer here a few: a re-run a user can feel (``bench/rerun.py``).
 """
 
 from __future__ import annotations
