@@ -25,6 +25,7 @@ COMMANDS = {
     "record": "ledger.cli.record:record_command",
     "hook": "ledger.cli.hook:hook_group",
     "export": "ledger.cli.export:export_command",
+    "merge": "ledger.cli.merge:merge_command",
 }
 
 

@@ -1,8 +1,9 @@
 """What the commands share: budget, source and fold options, the exit codes, a plain table.
 
 Exit codes: 0 success; 1 an error (a path that does not exist, a bad budget, vendor map,
-action map or prices file, a database that cannot be opened); 2 a usage error; 3 ``--strict``
-and some lines were put aside (or, for ``ingest``, some files skipped);
+action map or prices file, a database that cannot be opened; for ``merge``, no database could
+be merged); 2 a usage error; 3 ``--strict`` and some lines were put aside (or, for ``ingest``,
+some files skipped), and ``merge`` when some databases were not merged (the others were);
 4 ``paid-path --fail-on-stay`` and some task class must stay on the paid path;
 5 ``record``: the session's budget is exceeded; 6 ``propose-budget``: nothing to propose from.
 """

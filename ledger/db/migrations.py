@@ -320,6 +320,20 @@ def _m014_exports(db: sqlite_utils.Database) -> None:
     )
 
 
+def _m015_cost_nusd(db: sqlite_utils.Database) -> None:
+    """Exact money everywhere (issue 23): ``cost_nusd`` beside each ``cost_usd`` of
+    ``sessions``, ``steps`` and ``incidents``, the same amount in whole nanodollars (USD 1e-9,
+    rounded half away from zero; NULL where the dollars are). Integer sums are exact in every
+    engine, so a sum of it is the same number in SQLite, DuckDB and ClickHouse, where float
+    sums differ in their last bits. A virtual generated column: computed from ``cost_usd`` as
+    it is read, so no writer changes and the database grows by nothing."""
+    for table in ("sessions", "steps", "incidents"):
+        db.conn.execute(
+            f"ALTER TABLE [{table}] ADD COLUMN cost_nusd INTEGER "
+            f"GENERATED ALWAYS AS ({rollup.nano_or_null('cost_usd')}) VIRTUAL"
+        )
+
+
 #: Ordered and append-only: never edit a migration that has shipped, add a new one.
 MIGRATIONS: Sequence[tuple[str, Migration]] = (
     ("001_initial", _m001_initial),
@@ -335,6 +349,7 @@ MIGRATIONS: Sequence[tuple[str, Migration]] = (
     ("012_prices", _m012_prices),
     ("013_hook_decisions", _m013_hook_decisions),
     ("014_exports", _m014_exports),
+    ("015_cost_nusd", _m015_cost_nusd),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -137,7 +137,13 @@ NANO = 1_000_000_000
 
 def nano(value: str) -> str:
     """SQL for a dollar amount in whole nanodollars (0 where there is none)."""
-    return f"cast(round(coalesce({value}, 0) * {NANO}) as integer)"
+    return nano_or_null(f"coalesce({value}, 0)")
+
+
+def nano_or_null(value: str) -> str:
+    """SQL for a dollar amount in whole nanodollars (NULL where there is none): the
+    ``cost_nusd`` columns of migration 015 hold it."""
+    return f"cast(round({value} * {NANO}) as integer)"
 
 
 #: Migration 012's measures: sessions with a cost, their spend, and the spend after the step

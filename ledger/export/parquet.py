@@ -9,6 +9,9 @@ partition is rewritten whole, from the database, so its files are always complet
 ``full`` rewrites every partition and removes those whose sessions are gone (a source re-read
 under another session id).
 
+The watermark also holds the exported columns: after a migration adds one (015's
+``cost_nusd``), the next export rewrites every partition, so no file lacks it.
+
 *Atomic*: each file is written to a hidden temporary name in its own folder, flushed to disk,
 then renamed over the old one (``os.replace``): a reader sees the old file or the new one,
 and a crash leaves at most a hidden ``.part.parquet.*.tmp`` that no Parquet reader globs.
@@ -67,7 +70,10 @@ def export(
     try:
         host = host or default_host(conn)
         mark = _source_marks(conn)
+        mark[COLUMNS_KEY] = _columns(conn)
         last = None if full else _watermark(conn, key)
+        if last is not None and last.get(COLUMNS_KEY) != mark[COLUMNS_KEY]:
+            last = None  # the columns changed since (a migration): every partition again
         partitions = _partitions(conn, host)
         if last is None:
             changed = set(partitions)
@@ -88,7 +94,7 @@ def export(
             summary.removed = _remove_stale(out, live, mine)
     finally:
         conn.execute("COMMIT")
-    summary.sources = len(mark)
+    summary.sources = len(mark) - 1
     conn.execute(
         "INSERT OR REPLACE INTO exports (out, sources, exported_at, partitions, sessions) "
         "VALUES (?, ?, ?, ?, ?)",
@@ -101,6 +107,16 @@ def _source_marks(conn: sqlite3.Connection) -> dict[str, str]:
     """Each source's state as an export records it: when it was last ingested, and how far."""
     return {source_id: f"{ingested_at}|{offset}" for source_id, ingested_at, offset in
             conn.execute('SELECT source_id, ingested_at, "offset" FROM sources')}
+
+
+#: The watermark's entry for the exported columns (no source id starts with a space).
+COLUMNS_KEY = " columns"
+
+
+def _columns(conn: sqlite3.Connection) -> str:
+    """The columns an export writes, table by table: when a migration adds one, the files
+    written before lack it, so the next export rewrites them all."""
+    return json.dumps({t: schema(conn, t).names for t in (*SESSION_TABLES, "task_classes")})
 
 
 def _watermark(conn: sqlite3.Connection, key: str) -> dict[str, str] | None:
@@ -131,8 +147,9 @@ def _sessions_of(conn: sqlite3.Connection, sources: set[str]) -> set[str]:
 
 
 def schema(conn: sqlite3.Connection, table: str) -> pa.Schema:
-    """The Arrow schema of a table: its columns in order, typed by their declared type."""
-    columns = conn.execute(f"PRAGMA table_info({table})").fetchall()
+    """The Arrow schema of a table: its columns in order, typed by their declared type
+    (``table_xinfo``: generated columns too, such as migration 015's ``cost_nusd``)."""
+    columns = conn.execute(f"PRAGMA table_xinfo({table})").fetchall()
     return pa.schema([(name, getattr(pa, arrow_type(kind))()) for _, name, kind, *_ in columns])
 
 

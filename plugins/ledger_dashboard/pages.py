@@ -66,6 +66,7 @@ async def filter_options(ctx: Context) -> dict[str, Any]:
         "task_classes": await queries.task_classes(ctx.db, src),
         "stop_reasons": list(REASONS),
         "sources": await queries.sources(ctx.db),
+        "hosts": await queries.hosts(ctx.db),
     }
 
 

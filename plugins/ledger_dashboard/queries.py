@@ -147,7 +147,8 @@ async def paid_path_verdicts(db: Database, filters: Filters) -> list[Row] | None
         params["task_class"] = filters.task_class
     return await rows(
         db,
-        f"select * from task_classes where verdict = 'stay_on_paid_path'{where} limit 500",
+        f"select * from task_classes where verdict = 'stay_on_paid_path'{where} "
+        "order by task_class limit 500",
         params,
     )
 
@@ -159,6 +160,17 @@ async def task_classes(db: Database, src: Sources) -> list[str]:
 
 async def sources(db: Database) -> list[Row]:
     return await rows(db, "select source_id, path from sources order by path limit 1000")
+
+
+async def hosts(db: Database) -> list[str]:
+    """The hosts the database's sources were ingested on (``sources.host``; none in a
+    database made before hosts were recorded), for the host filter's choices."""
+    if "host" not in await db.table_columns("sources"):
+        return []
+    found = await rows(
+        db, "select distinct host from sources where host is not null order by host limit 1000"
+    )
+    return [r["host"] for r in found]
 
 
 # --- incidents -----------------------------------------------------------------------------

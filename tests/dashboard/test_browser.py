@@ -32,6 +32,7 @@ from ledger.cli import cli
 from tests import dashboard_data as data
 from tests.dashboard import bidi_data, spend_data
 from tests.helpers import ROOT, SAMPLES
+from tests.hosts import OVERLAPPING, host_dbs, merge_into
 
 CHROMIUM = Path("/usr/bin/chromium")
 #: A name another site controls, made to resolve to 127.0.0.1 as DNS rebinding would.
@@ -245,6 +246,8 @@ def test_the_menu_reaches_every_page(page: Page) -> None:
 
 def test_filters_make_a_shareable_link(page: Page, browser: Browser, server: str) -> None:
     page.goto("/ledger/-/overview")
+    hosts = page.locator("select[name=host] option")
+    expect(hosts).to_have_text(["any", socket.gethostname()])  # the one host it was ingested on
     page.locator("select[name=task_class]").select_option("docs")
     page.get_by_role("button", name="Apply").click()
     expect(page).to_have_url(f"{server}/ledger/-/overview?task_class=docs")
@@ -421,6 +424,48 @@ def test_the_readme_screenshot_of_the_samples_overview(
             " tests/dashboard/test_browser.py -k readme_screenshot and commit the image",
             stacklevel=1,
         )
+
+
+def merged_hosts(folder: Path) -> Path:
+    """Three hosts' ledgers (two with the same file) merged into one database."""
+    target = folder / "ledger.db"
+    merge_into(target, host_dbs(folder, OVERLAPPING))
+    return target
+
+
+@pytest.fixture(scope="module")
+def hosts_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    yield from serve_built(tmp_path_factory, "hosts", merged_hosts)
+
+
+@contextmanager
+def watched_page(browser: Browser, base: str) -> Iterator[Page]:
+    """A page of a server of its own, failing as the ``page`` fixture does."""
+    watch = Watch(base)
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, base_url=base)
+    watch.attach(context)
+    try:
+        yield watch.page(context.new_page())
+    finally:
+        context.close()
+    assert watch.errors == [] and watch.external == [] and watch.dialogs == []
+
+
+def test_the_host_filter_is_a_choice_of_the_merged_hosts(
+    browser: Browser, hosts_server: str
+) -> None:
+    with watched_page(browser, hosts_server) as page:
+        page.goto("/ledger/-/overview")
+        host = page.locator("select[name=host]")
+        expect(host.locator("option")).to_have_text(["any", "host-a", "host-b", "host-c"])
+        host.select_option("host-b")
+        page.get_by_role("button", name="Apply").click()
+        expect(page).to_have_url(f"{hosts_server}/ledger/-/overview?host=host-b")
+        expect(page.locator(".ledger-cards").first).to_contain_text("4 sessions")
+        page.get_by_role("link", name="No-progress runs").first.click()
+        expect(page).to_have_url(f"{hosts_server}/ledger/-/no-progress?host=host-b")
+        expect(page.locator("select[name=host]")).to_have_value("host-b")
+        shoot(page, "host-filter")
 
 
 @pytest.fixture(scope="module")

@@ -1,12 +1,14 @@
 """The dashboard's and the README's questions as SQL that SQLite, DuckDB and ClickHouse all
 run unchanged over tables (or views) named as the ledger's (docs/export.md shows each).
 
-Every value is compared exactly but sums of dollars (floating point): each engine adds them in
-its own order, so the last bits of a sum may differ; those are compared to 1e-12 relative.
-(Rounding in SQL does not help: the engines round a half differently.)
+Every value is compared exactly (``==``). Money is summed as ``cost_nusd``, whole nanodollars
+(migration 015): integer sums are exact in every engine, where sums of the float ``cost_usd``
+differ in their last bits (each engine adds in its own order).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 QUESTIONS = {
     "paid_path": (
@@ -27,9 +29,13 @@ QUESTIONS = {
         "order by vendor_stop nulls first"
     ),
     "spend_per_class": (
-        "select task_class, count(*) as sessions, sum(cost_usd) as usd, "
+        "select task_class, count(*) as sessions, sum(cost_nusd) as nusd, "
         "sum(input_tokens) as input_tokens, sum(output_tokens) as output_tokens "
         "from sessions group by task_class order by task_class nulls first"
+    ),
+    "spend_per_incident_kind": (
+        "select kind, count(*) as incidents, sum(cost_nusd) as nusd from incidents "
+        "group by kind order by kind"
     ),
     "stop_reasons_per_class": (
         "select task_class, stop_reason, count(*) as sessions from sessions "
@@ -41,3 +47,26 @@ QUESTIONS = {
         "group by action order by action nulls first"
     ),
 }
+
+#: Questions listing sessions (a session id per row), and how many leading columns of the
+#: others are their group key (the rest are counts and sums).
+LISTINGS = {"retry_storms", "no_progress_runs"}
+GROUP_KEYS = {"unknown_vendor_stops": 1, "spend_per_class": 1, "spend_per_incident_kind": 1,
+              "stop_reasons_per_class": 2, "steps_per_action": 1}
+
+Rows = list[tuple[Any, ...]]
+
+
+def combined(name: str, answers: list[Rows]) -> Rows:
+    """Several databases' answers to one question as one database of them all would give:
+    listings side by side, groups added up (a NULL sum is no sum)."""
+    if name in LISTINGS:
+        return sorted((r for rows in answers for r in rows), key=repr)
+    keys = GROUP_KEYS[name]
+    totals: dict[tuple[Any, ...], list[Any]] = {}
+    for rows in answers:
+        for row in rows:
+            got = totals.setdefault(row[:keys], [None] * (len(row) - keys))
+            for i, value in enumerate(row[keys:]):
+                got[i] = value if got[i] is None else got[i] + (value or 0)
+    return [(*k, *v) for k, v in totals.items()]

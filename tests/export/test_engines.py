@@ -53,24 +53,28 @@ def clickhouse_rows(session: Any, sql: str) -> Rows:
     return [tuple(r.values()) for r in session.query(sql, "ArrowTable").to_pylist()]
 
 
-def same(expected: Rows) -> list[tuple[Any, ...]]:
-    """``expected`` as an assertion: every value exactly, floats to 1e-12 relative."""
-    return [tuple(pytest.approx(v, rel=1e-12) if isinstance(v, float) else v for v in row)
-            for row in expected]
-
-
 @pytest.mark.parametrize("name", sorted(QUESTIONS))
 def test_duckdb_answers_as_sqlite(name: str, ledger_db: Path, duck: Any) -> None:
     expected = sqlite_rows(ledger_db, QUESTIONS[name])
     assert expected, f"{name}: the ledger has no answer to compare"
-    assert [tuple(r) for r in duck.execute(QUESTIONS[name]).fetchall()] == same(expected)
+    assert [tuple(r) for r in duck.execute(QUESTIONS[name]).fetchall()] == expected
 
 
 @pytest.mark.parametrize("name", sorted(QUESTIONS))
 def test_clickhouse_answers_as_sqlite(name: str, ledger_db: Path, clickhouse: Any) -> None:
     expected = sqlite_rows(ledger_db, QUESTIONS[name])
     assert expected, f"{name}: the ledger has no answer to compare"
-    assert clickhouse_rows(clickhouse, QUESTIONS[name]) == same(expected)
+    assert clickhouse_rows(clickhouse, QUESTIONS[name]) == expected
+
+
+def test_money_is_summed_exactly_in_whole_nanodollars(ledger_db: Path, duck: Any) -> None:
+    """The ledger's spend, summed in SQLite and in DuckDB: the integers are equal, and are the
+    dollars in nanodollars; the question has some money to sum."""
+    sql = "select sum(cost_nusd), sum(cost_usd), count(cost_usd) from sessions"
+    ((nusd, usd, priced),) = sqlite_rows(ledger_db, sql)
+    assert priced > 0 and isinstance(nusd, int)
+    assert duck.execute(sql).fetchall()[0][0] == nusd
+    assert abs(nusd - usd * 1e9) <= priced  # each session rounded by at most half a nanodollar
 
 
 @pytest.mark.parametrize("table", ["sessions", "steps", "incidents", "task_classes"])

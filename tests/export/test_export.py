@@ -3,6 +3,7 @@ and atomic writes."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 import sys
@@ -46,7 +47,7 @@ def test_each_file_has_its_table_columns_and_declared_types(
     table: str, ledger_db: Path, exported: Path
 ) -> None:
     conn = sqlite3.connect(ledger_db)
-    declared = [(name, kind) for _, name, kind, *_ in conn.execute(f"pragma table_info({table})")]
+    declared = [(name, kind) for _, name, kind, *_ in conn.execute(f"pragma table_xinfo({table})")]
     conn.close()
     arrow = {"INTEGER": "int64", "REAL": "double", "TEXT": "string", "": "string"}
     expected = [(name, arrow[kind]) for name, kind in declared]
@@ -180,3 +181,22 @@ def test_three_hosts_export_into_one_tree_read_as_one(tmp_path: Path) -> None:
     assert got == [(h, s) for h in sorted(expected) for s in expected[h]]
     hosts = {p.name for p in (out / "task_classes").iterdir()}
     assert hosts == {"host=host-a", "host=host-b", "host=host-c"}
+
+
+def test_an_export_after_a_migration_added_columns_rewrites_every_partition(
+    tmp_path: Path,
+) -> None:
+    """A tree written before migration 015 lacks ``cost_nusd``: the watermark remembers the
+    columns written, and the next export writes every partition again, with them."""
+    db, out = tmp_path / "ledger.db", tmp_path / "out"
+    ingest(db, [SPANS], Options(host="h"))
+    run_export(db, out, "h")
+    conn = sqlite3.connect(db)
+    (marks,) = conn.execute("select sources from exports").fetchone()
+    older = json.loads(marks)
+    older[parquet.COLUMNS_KEY] = older[parquet.COLUMNS_KEY].replace(', "cost_nusd"', "")
+    conn.execute("update exports set sources = ?", (json.dumps(older),))
+    conn.commit()
+    conn.close()
+    assert run_export(db, out, "h").partitions == 1
+    assert run_export(db, out, "h").partitions == 0
