@@ -1,3 +1,5 @@
-from ledger.cli import cli
+import sys
 
-cli()
+from ledger.cli.quick import main
+
+sys.exit(main())

@@ -19,6 +19,7 @@ from ledger.cli.options import (
     fold_options,
     table,
 )
+from ledger.cli.quick import FILES_LINE, SESSIONS_LINE
 from ledger.core.budget import Budget
 from ledger.core.redact import redact_json
 from ledger.ingest.files import LedgerPathError
@@ -36,7 +37,8 @@ from ledger.ingest.parallel import default_jobs
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option(
-    "--progress/--no-progress", default=None, help="Show a progress bar (default: on a terminal)."
+    "--progress/--no-progress", default=None,
+    help="Show a progress bar once an ingest has run half a second (default: on a terminal).",
 )
 @click.option(
     "--follow", "-f", is_flag=True,
@@ -161,25 +163,57 @@ def _follow(db_path: str, paths: tuple[str, ...], options: Options, interval: fl
 def _ingest_with_bar(db_path: str, paths: tuple[str, ...], options: Options) -> Summary:
     from ledger.ingest.files import discover
 
-    total = sum(p.stat().st_size for p in discover(paths))
-    with click.progressbar(length=total, label="Ingesting", file=sys.stderr) as bar:
+    bar = LateBar(sum(p.stat().st_size for p in discover(paths)))
+    try:
         return ingest(db_path, paths, options, progress=bar.update)
+    finally:
+        bar.close()
+
+
+#: Seconds an ingest runs before its progress bar is drawn: a re-run with little or nothing
+#: to read is over sooner, and prints what it prints anywhere, bar or not (its quick answer,
+#: ledger.cli.quick, draws none).
+BAR_AFTER = 0.5
+
+
+class LateBar:
+    """A progress bar of ``total`` bytes drawn once the work has run :data:`BAR_AFTER`
+    seconds, from what was done by then."""
+
+    def __init__(self, total: int) -> None:
+        self.total, self.done = total, 0
+        self.started = time.monotonic()
+        self.bar: Any = None
+
+    def update(self, size: int) -> None:
+        if self.bar is None:
+            self.done += size
+            if time.monotonic() - self.started < BAR_AFTER:
+                return
+            self.bar = click.progressbar(length=self.total, label="Ingesting", file=sys.stderr)
+            self.bar.__enter__()
+            size = self.done
+        self.bar.update(size)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
 
 
 def format_summary(summary: Summary, db_path: str, budget: Budget) -> str:
     """The readable summary; the budget in force is named wherever stops are counted (under
     the seeds' placeholder, a stop says little: see ledger.analysis.budget_in_force)."""
     files = (
-        f"{summary.files} files ({summary.new_files} new, {summary.updated_files} grown, "
-        f"{summary.unchanged_files} unchanged)"
+        FILES_LINE.format(
+            files=summary.files, new=summary.new_files, grown=summary.updated_files,
+            unchanged=summary.unchanged_files, lines=summary.lines,
+        )
         if summary.passes == 1
         else f"{summary.files} files followed for {summary.passes} passes "
-        f"({summary.new_files} new, grown {summary.updated_files} times)"
+        f"({summary.new_files} new, grown {summary.updated_files} times), "
+        f"{summary.lines} lines read"
     )
-    lines = [
-        f"{files}, {summary.lines} lines read",
-        f"{len(summary.sessions)} sessions updated, {summary.steps} steps added",
-    ]
+    lines = [files, SESSIONS_LINE.format(sessions=len(summary.sessions), steps=summary.steps)]
     if summary.stop_reasons:
         counted = ", ".join(f"{r} {n}" for r, n in sorted(summary.stop_reasons.items()))
         lines.append(f"stop reasons: {counted}")

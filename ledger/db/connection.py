@@ -3,12 +3,40 @@
 from __future__ import annotations
 
 import sqlite3
+import sys
 import time
 from pathlib import Path
-
-import sqlite_utils
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from ledger.db.migrations import migrate
+
+
+def _sqlite_utils() -> ModuleType:
+    """sqlite-utils, imported without pandas and numpy.
+
+    sqlite-utils imports both when it is imported, if they are installed (the export's
+    pyarrow brings numpy; many machines have pandas), to map their scalar types to column
+    types: 0.5 s of every ingest's start here, for values no ledger row holds. Each is
+    hidden from that one import only (``sys.modules[name] = None`` makes importing it fail);
+    anything that imports them later gets them as ever.
+    """
+    hidden = [name for name in ("pandas", "numpy") if name not in sys.modules]
+    for name in hidden:
+        sys.modules[name] = None  # type: ignore[assignment]
+    try:
+        import sqlite_utils
+    finally:
+        for name in hidden:
+            if sys.modules.get(name, ModuleType(name)) is None:
+                del sys.modules[name]
+    return sqlite_utils
+
+
+if TYPE_CHECKING:
+    import sqlite_utils
+else:
+    sqlite_utils = _sqlite_utils()
 
 BUSY_TIMEOUT_MS = 60_000
 #: The page size of a new database (an existing one keeps its own). ``steps`` is one B-tree

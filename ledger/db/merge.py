@@ -35,11 +35,12 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from itertools import count
 from pathlib import Path
-from typing import Any
-
-import sqlite_utils
+from typing import TYPE_CHECKING, Any
 
 from ledger.db import connection, migrations, rollup, verdict_tables, writes
+
+if TYPE_CHECKING:  # annotations only: ledger.db.connection imports it (without pandas)
+    import sqlite_utils
 
 #: Tables a ledger has had since its first schema: a database without them is no ledger.
 LEDGER_TABLES = frozenset({"sources", "sessions", "steps", "incidents"})

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Sequence
-
-import sqlite_utils
+from typing import TYPE_CHECKING
 
 from ledger.core.reasons import DECISION_TABLE
-from ledger.db import rollup
+from ledger.db import rollup, schema_version
 from ledger.db.writes import immediate, now
 
-Migration = Callable[[sqlite_utils.Database], None]
+Migration = Callable[["sqlite_utils.Database"], None]
+
+if TYPE_CHECKING:  # annotations only: ledger.db.connection imports it (without pandas)
+    import sqlite_utils
 
 
 def _m001_initial(db: sqlite_utils.Database) -> None:
@@ -351,6 +353,11 @@ MIGRATIONS: Sequence[tuple[str, Migration]] = (
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
+if SCHEMA_VERSION != schema_version.SCHEMA_VERSION:
+    raise ImportError(
+        f"ledger.db.schema_version.SCHEMA_VERSION is {schema_version.SCHEMA_VERSION}, but there "
+        f"are {SCHEMA_VERSION} migrations: set it to {SCHEMA_VERSION}"
+    )
 
 
 def migrate(db: sqlite_utils.Database) -> list[str]:

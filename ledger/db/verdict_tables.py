@@ -15,9 +15,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from itertools import islice
 from operator import itemgetter
-from typing import Any
-
-import sqlite_utils
+from typing import TYPE_CHECKING, Any
 
 from ledger.analysis.verdicts import (
     LISTED,
@@ -94,6 +92,9 @@ group by session_id, task_class, key order by session_id, key
 """
 
 CHUNK = 500  # ids per "IN (...)" list
+
+if TYPE_CHECKING:  # annotations only: ledger.db.connection imports it (without pandas)
+    import sqlite_utils
 
 
 def _dicts(cursor: sqlite3.Cursor) -> Iterator[dict[str, Any]]:

@@ -15,14 +15,12 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import sqlite_utils
+from typing import TYPE_CHECKING, Any
 
 from ledger.core.fold import Session
 from ledger.db import connection, sources, verdict_tables, writes
 from ledger.formats.detect import DOCUMENTS
-from ledger.ingest import claims, parallel
+from ledger.ingest import claims, parallel, unchanged
 from ledger.ingest.bulk import bulk_work
 from ledger.ingest.files import (
     FileInfo,
@@ -40,6 +38,9 @@ from ledger.ingest.files import (
 from ledger.ingest.options import DEFAULT_INTERVAL, Options, Progress, Summary
 from ledger.ingest.source import Cursor, Folded, SourceFold
 from ledger.ingest.transaction import Transaction
+
+if TYPE_CHECKING:  # annotations only: ledger.db.connection imports it (without pandas)
+    import sqlite_utils
 
 
 class Ingester:
@@ -74,14 +75,20 @@ class Ingester:
         self._forgot = False
         before = (self.summary.new_files, self.summary.updated_files)
         files = self._storable(discover(paths, missing_ok, self._skip, self._tell))
+        idle = self._idle(files)
         with bulk_work():
-            self._workers = self._start_workers(files)
+            self._workers = self._start_workers([p for p in files if p not in idle])
             try:
                 for path in files:
                     if self.should_stop():
                         break
                     try:
-                        self._ingest_file(path)
+                        if path in idle:
+                            self.summary.files += 1
+                            self.summary.unchanged_files += 1
+                            self.progress(idle[path])
+                        else:
+                            self._ingest_file(path)
                     except FileNotFoundError:
                         pass  # gone since it was listed (rotated away): nothing to read
                     except OSError as exc:  # unreadable, or no longer a regular file
@@ -102,6 +109,23 @@ class Ingester:
             self.db, changed, None if self._forgot else self._touched
         )
         return self.summary
+
+    def _idle(self, files: list[Path]) -> dict[Path, int]:
+        """The files with nothing to read (sources read to their end, untouched since, under
+        these fold settings), and their sizes: one query and a stat each, so a pass costs
+        what its new lines cost, however many files are only counted
+        (:mod:`ledger.ingest.unchanged`)."""
+        known = unchanged.read_to_end(self.db.conn)
+        digest = self.options.fold_digest
+        idle = {}
+        for path in files:
+            try:
+                stat = os.stat(path)
+            except OSError:
+                continue  # told when its turn comes
+            if unchanged.is_unchanged(known, str(path), stat, digest):
+                idle[path] = stat.st_size
+        return idle
 
     def _forget(self, conn: Any, source_id: str) -> None:
         """Delete what came from a source; the verdicts then need a full recomputation."""

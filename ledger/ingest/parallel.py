@@ -40,7 +40,6 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
-from urllib.request import pathname2url
 
 from ledger.core.fold import Fold
 from ledger.db import sources
@@ -350,6 +349,8 @@ class _Owners:
             return None
         try:
             if self._conn is None:
+                from urllib.request import pathname2url  # (50 ms to import: workers only)
+
                 uri = f"file:{pathname2url(os.path.abspath(self.db_path))}?mode=ro"
                 self._conn = sqlite3.connect(uri, uri=True)
             return sources.session_owner(self._conn, session_id)

@@ -7,10 +7,12 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-
-import sqlite_utils
+from typing import TYPE_CHECKING
 
 from ledger.db import rollup
+
+if TYPE_CHECKING:  # annotations only: ledger.db.connection imports it (without pandas)
+    import sqlite_utils
 
 #: TEST ONLY, not an option: seconds the writer sleeps after each commit, read once from
 #: AGENT_LEDGER_TEST_BATCH_PAUSE (unset or 0: no pause, no cost). Tests that must stop or kill

@@ -1,0 +1,137 @@
+"""The ``agent-ledger`` entry point: a re-ingest with nothing new answered before click loads.
+
+``agent-ledger ingest DB PATHS...``, given no option but ``--strict``, over files that are
+all sources read to their end and untouched since (:mod:`ledger.ingest.unchanged`), in a
+database whose schema and verdict tables are current, prints what the full command would
+print for it and exits 0: with ``os`` and ``sqlite3`` alone, one query, one stat a file, and
+nothing written, as the full command writes nothing then either. Anything else (another
+option, a file new, grown or unusual, a database to make or migrate) goes to the full
+command line, :mod:`ledger.cli.group`, which then does all the work and says everything
+itself; so does any error here. Loading click, sqlite-utils and the fold costs a few hundred
+milliseconds, the answer here a few: a re-run a user can feel (``bench/rerun.py``).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import sys
+from stat import S_ISREG
+
+from ledger.db.schema_version import SCHEMA_VERSION
+from ledger.ingest.unchanged import DEFAULT_FOLD_DIGEST, Known, is_unchanged, read_to_end
+
+#: What ``agent-ledger ingest`` prints for a pass over ``files`` of which none was new or
+#: grown and no line was read (``ledger.cli.ingest.format_summary`` prints these lines too).
+FILES_LINE = "{files} files ({new} new, {grown} grown, {unchanged} unchanged), {lines} lines read"
+SESSIONS_LINE = "{sessions} sessions updated, {steps} steps added"
+SUFFIXES = (".jsonl", ".json")  # ledger.ingest.files.SUFFIXES
+#: The price data the default fold digest was taken with (its pin in pyproject.toml).
+PRICES_DIST = "genai_prices-0.2.3.dist-info"
+
+
+class Unsure(Exception):
+    """Something only the full command can answer for."""
+
+
+def main() -> int:
+    """The console script: the quick answer if there is one, else the full command line."""
+    text = noop_summary(sys.argv[1:])
+    if text is not None:
+        sys.stdout.write(text + "\n")
+        return 0
+    from ledger.cli.group import cli
+
+    return cli()  # exits itself, with the command's code
+
+
+def noop_summary(argv: list[str]) -> str | None:
+    """The summary ``agent-ledger ARGV`` prints, if it is an ingest with nothing to read that
+    this can tell; else None."""
+    args = [a for a in argv[1:] if a != "--strict"]  # exits 0 here: nothing put aside
+    if argv[:1] != ["ingest"] or len(args) < 2 or any(a.startswith("-") for a in args):
+        return None
+    try:
+        files = _untouched(args[0], args[1:])
+    except (Unsure, OSError, sqlite3.Error, UnicodeError):
+        return None
+    return "\n".join((
+        FILES_LINE.format(files=files, new=0, grown=0, unchanged=files, lines=0),
+        SESSIONS_LINE.format(sessions=0, steps=0),
+        "0 lines put aside",
+    ))
+
+
+def _untouched(db_path: str, given: list[str]) -> int:
+    """How many files ``given`` names, all known to ``db_path`` as read to their end and
+    untouched; :class:`Unsure` (or an OS or SQLite error) when not so."""
+    if not _prices_pinned() or not os.path.isfile(db_path):
+        raise Unsure
+    conn = sqlite3.connect(f"file:{_uri_path(db_path)}?mode=rw", uri=True, timeout=0)
+    try:
+        (version,) = conn.execute("PRAGMA user_version").fetchone()
+        if version != SCHEMA_VERSION or not conn.execute(
+            "SELECT 1 FROM verdict_settings LIMIT 1"
+        ).fetchone():
+            raise Unsure  # migrations to apply, or verdict tables never computed
+        known = read_to_end(conn)
+    finally:
+        conn.close()
+    found: set[tuple[int, int]] = set()
+    for path in given:
+        if os.path.islink(path):
+            raise Unsure
+        if os.path.isdir(path):
+            _walk(path, known, found)
+        else:
+            _check(os.path.abspath(path), os.stat(path), known, found)
+    return len(found)
+
+
+def _walk(folder: str, known: Known, found: set[tuple[int, int]]) -> None:
+    """The ledger files under ``folder``, as :func:`ledger.ingest.files.discover` finds them;
+    anything it would note (a link to a file, a folder named like a ledger, not a regular
+    file) is :class:`Unsure`. Links to folders are not followed, as there."""
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            ledger_like = _suffix(entry.name) in SUFFIXES
+            if entry.is_dir():
+                if ledger_like:
+                    raise Unsure
+                if not entry.is_symlink():
+                    _walk(entry.path, known, found)
+            elif ledger_like:
+                if entry.is_symlink():
+                    raise Unsure
+                _check(os.path.abspath(entry.path), entry.stat(), known, found)
+
+
+def _suffix(name: str) -> str:
+    """``Path(name).suffix`` (pathlib costs more to import than this whole answer)."""
+    dot = name.rfind(".")
+    return name[dot:] if 0 < dot < len(name) - 1 else ""
+
+
+def _check(path: str, stat: os.stat_result, known: Known, found: set[tuple[int, int]]) -> None:
+    path.encode("utf-8")  # a name the database cannot keep: the full command notes it
+    identity = (stat.st_dev, stat.st_ino)
+    if not S_ISREG(stat.st_mode) or identity in found:
+        raise Unsure
+    if not is_unchanged(known, path, stat, DEFAULT_FOLD_DIGEST):
+        raise Unsure
+    found.add(identity)
+
+
+def _prices_pinned() -> bool:
+    """Whether the price data installed is the one :data:`DEFAULT_FOLD_DIGEST` was taken
+    with (another version folds to another digest: every source is then read again)."""
+    return any(os.path.isdir(os.path.join(entry, PRICES_DIST)) for entry in sys.path if entry)
+
+
+def _uri_path(path: str) -> str:
+    """``path`` as the path of a ``file:`` URI (which opens without making the file)."""
+    if not any(c in path for c in "?#%"):
+        return path
+    from urllib.parse import quote  # only here: characters a URI must have escaped
+
+    return quote(os.path.abspath(path))
