@@ -44,7 +44,7 @@ from urllib.request import pathname2url
 
 from ledger.core.fold import Fold
 from ledger.core.secret_rules import MIN_RUN, secret_spans
-from ledger.db import sources
+from ledger.db import sources, writes
 from ledger.formats.detect import DOCUMENTS
 from ledger.ingest.bulk import bulk_work
 from ledger.ingest.files import read_lines, tail_hash
@@ -318,7 +318,9 @@ def fold_file(job: Job, fold: Fold, options: Options, owners: _Owners) -> Iterat
         before = fold.redactions
         source.feed_document(data)
         stat = path.stat()
-        yield Batch(source.take_folded(), 0, 0, len(data), None, stat.st_size, stat.st_mtime,
+        folded = source.take_folded()
+        _stored(folded.out)
+        yield Batch(folded, 0, 0, len(data), None, stat.st_size, stat.st_mtime,
                     fold.redactions - before, owners.take())
         return
     with path.open("rb") as f:
@@ -332,16 +334,25 @@ def fold_file(job: Job, fold: Fold, options: Options, owners: _Owners) -> Iterat
             lines_in_batch += len(lines)
             offset = end
             if lines and lines_in_batch < options.batch:
-                yield Part(start, source.take_out(), fold.redactions - before, owners.take())
+                yield Part(start, _stored(source.take_out()), fold.redactions - before,
+                           owners.take())
                 continue
             if lines_in_batch:
                 stat = os.fstat(f.fileno())
-                yield Batch(source.take_folded(), lines_in_batch, start, end,
+                folded = source.take_folded()
+                _stored(folded.out)
+                yield Batch(folded, lines_in_batch, start, end,
                             tail_hash(f, end), stat.st_size, stat.st_mtime,
                             fold.redactions - before, owners.take())
             if not lines:
                 return
             start, lines_in_batch = end, 0
+
+
+def _stored(out: Output) -> Output:
+    """``out`` with its steps rows as the writer stores them (:func:`writes.stored_rows`)."""
+    out.steps = writes.stored_rows(out.steps)
+    return out
 
 
 class _Owners:
