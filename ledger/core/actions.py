@@ -121,12 +121,12 @@ class ActionMap:
     commands: Mapping[CommandKey, str] = field(default_factory=dict)
 
     @cached_property
-    def _by_program(self) -> dict[str, list[tuple[CommandKey, str]]]:
-        found: dict[str, list[tuple[CommandKey, str]]] = {}
+    def _by_program(self) -> dict[str, list[_Entry]]:
+        found: dict[str, list[_Entry]] = {}
         for key, value in self.commands.items():
-            found.setdefault(key[0], []).append((key, value))
+            found.setdefault(key[0], []).append(_Entry.of(key, value))
         for entries in found.values():  # most specific first; write before read among equals
-            entries.sort(key=lambda e: (-len(e[0]), e[1] != WRITE))
+            entries.sort(key=lambda e: (-len(e.key), e.value != WRITE))
         return found
 
     @cached_property
@@ -148,11 +148,38 @@ class ActionMap:
 
     def command_entry(self, words: list[str]) -> tuple[CommandKey, str] | None:
         """The most specific ``commands`` entry matching one simple command's words."""
-        program = words[0].rsplit("/", 1)[-1]
-        for key, value in self._by_program.get(program, ()):
-            if _matches(key, words, value):
-                return key, value
+        program = _base(words[0])
+        entries = self._by_program.get(program)
+        if not entries:
+            return None
+        rest = _after_options(program, words[1:])  # after git -C repo, pip -q, ...
+        for entry in entries:
+            if entry.matches(rest, words):
+                return entry.key, entry.value
         return None
+
+
+class _Entry(NamedTuple):
+    """A ``commands`` entry, its words parted into subcommands and flags once."""
+
+    key: CommandKey
+    value: str
+    subcommands: list[str]
+    flags: tuple[str, ...]
+
+    @classmethod
+    def of(cls, key: CommandKey, value: str) -> _Entry:
+        return cls(key, value, [w for w in key[1:] if not w.startswith("-")],
+                   tuple(w for w in key[1:] if w.startswith("-")))
+
+    def matches(self, rest: list[str], words: list[str]) -> bool:
+        """Whether the entry matches a simple command's words (``rest``: its arguments after
+        the program's own options): its subcommands are the first of ``rest``, its flags
+        appear anywhere. A write flag also matches inside a bundle (``-ni`` has ``-i``)."""
+        if rest[: len(self.subcommands)] != self.subcommands:
+            return False
+        loose = self.value == WRITE
+        return all(any(_flag_matches(f, w, loose) for w in words[1:]) for f in self.flags)
 
 
 def action_map_entry(tool: str, action: str = WRITE) -> str:
@@ -290,18 +317,6 @@ def _is_assignment(word: str) -> bool:
     return bool(sep) and name.isidentifier()
 
 
-def _matches(key: CommandKey, words: list[str], value: str) -> bool:
-    """Whether ``key`` (program, subcommands, flags) matches a simple command's words: its
-    subcommands are the command's first arguments (after the program's own options), its
-    flags appear anywhere. A write flag also matches inside a bundle (``-ni`` has ``-i``)."""
-    rest = _after_options(_base(words[0]), words[1:])  # after git -C repo, pip -q, ...
-    subcommands = [w for w in key[1:] if not w.startswith("-")]
-    if rest[: len(subcommands)] != subcommands:
-        return False
-    flags = [w for w in key[1:] if w.startswith("-")]
-    return all(any(_flag_matches(f, w, value == WRITE) for w in words[1:]) for f in flags)
-
-
 def _flag_matches(flag: str, word: str, loose: bool) -> bool:
     if word == flag or (flag.startswith("--") and word.startswith(flag + "=")):
         return True
@@ -317,14 +332,10 @@ def _base(word: str) -> str:
 def _simple_commands(text: str) -> list[list[str]] | None:
     """The simple commands of a shell text, each as its words; a redirect that stores output
     in a file becomes the word ``>``. None when the text cannot be vouched for."""
-    lexer = shlex.shlex(text, posix=True, punctuation_chars=_PUNCTUATION)
-    lexer.whitespace = " \t\r"
-    lexer.whitespace_split = True
-    lexer.commenters = ""
-    try:
-        tokens = [t for token in lexer for t in _operators(token)]
-    except ValueError:  # no closing quotation
+    words = shell_words(text)
+    if words is None:  # no closing quotation
         return None
+    tokens = [t for token in words for t in _operators(token)]
     parts: list[list[str]] = [[]]
     i = 0
     while i < len(tokens):
@@ -354,10 +365,56 @@ def _simple_commands(text: str) -> list[list[str]] | None:
     return [p for p in parts if p and not p[0].startswith("#")]
 
 
+_UNQUOTED = r"[^ \t\r();<>|&\n'\"\\]"
+_QUOTED = r"'[^']*+'|\"(?:[^\"\\]|\\.)*+\"|\\."
+_TOKEN = re.compile(
+    rf"[ \t\r]*+(?:((?:{_UNQUOTED}|{_QUOTED})++)|([{re.escape(_PUNCTUATION)}]++))", re.DOTALL
+)
+_OPERATOR_RUN = re.compile(f"[{re.escape(_PUNCTUATION)}]+")
+_BLANK = re.compile(r"[ \t\r]*+\Z")
+_QUOTING = re.compile(r"'([^']*+)'|\"((?:[^\"\\]|\\.)*+)\"|\\(.)", re.DOTALL)
+_ESCAPED_IN_DOUBLE = re.compile(r"\\([\"\\])")
+
+
+def shell_words(text: str) -> list[str] | None:
+    """The words and operator runs of a shell text, exactly as ``shlex.shlex(text, posix=True,
+    punctuation_chars="();<>|&\\n")`` with ``whitespace=" \\t\\r"``, ``whitespace_split``
+    and no comment characters gives them (a test holds the two equal), None where it raises
+    (a quotation or an escape left open). Regular expressions instead of its character-by-
+    character loop: a long command (a here-document, a commit message) costs microseconds,
+    not milliseconds."""
+    words: list[str] = []
+    pos, end = 0, len(text)
+    match = _TOKEN.match
+    while True:
+        found = match(text, pos)
+        if found is None:
+            return words if _BLANK.match(text, pos) else None
+        word = found.group(1)
+        if word is None:
+            words.append(found.group(2))
+        elif "'" in word or '"' in word or "\\" in word:
+            words.append(_QUOTING.sub(_unquoted, word))
+        else:
+            words.append(word)
+        pos = found.end()
+        if pos == end:
+            return words
+
+
+def _unquoted(part: re.Match[str]) -> str:
+    single, double, escaped = part.groups()
+    if single is not None:
+        return single
+    if double is not None:  # only a quote or a backslash can be escaped in double quotes
+        return _ESCAPED_IN_DOUBLE.sub(r"\1", double)
+    return escaped
+
+
 def _operators(token: str) -> list[str]:
     """A run of operator characters (the lexer gives ``&&(`` as one token) as its operators;
     any other token as it is."""
-    if not token or not set(token) <= set(_PUNCTUATION):
+    if _OPERATOR_RUN.fullmatch(token) is None:
         return [token]
     found = []
     while token:
@@ -367,6 +424,10 @@ def _operators(token: str) -> list[str]:
     return found
 
 
+_SUBSTITUTION_CHARS = re.compile(r"['\"$`]")
+_PARENS = re.compile(r"[()]")
+
+
 def _substitutions(text: str) -> tuple[str, list[str]]:
     """``$(...)`` and backquoted commands taken out of a shell text (each is run, so each is
     classed), leaving a placeholder word; ``$((...))`` is arithmetic and runs nothing."""
@@ -374,6 +435,12 @@ def _substitutions(text: str) -> tuple[str, list[str]]:
     inner: list[str] = []
     i, quoted = 0, False
     while i < len(text):
+        special = _SUBSTITUTION_CHARS.search(text, i)  # any other character is kept as it is
+        if special is None:
+            out.append(text[i:])
+            break
+        out.append(text[i:special.start()])
+        i = special.start()
         char = text[i]
         if char == "'" and not quoted:
             end = text.find("'", i + 1)
@@ -409,11 +476,11 @@ def _substitutions(text: str) -> tuple[str, list[str]]:
 def _closing(text: str, start: int) -> int:
     """The index of the parenthesis closing the one at ``start`` (the text's end if none)."""
     depth = 0
-    for i in range(start, len(text)):
-        if text[i] == "(":
+    for paren in _PARENS.finditer(text, start):
+        if paren.group() == "(":
             depth += 1
-        elif text[i] == ")":
+        else:
             depth -= 1
             if depth == 0:
-                return i
+                return paren.start()
     return len(text)

@@ -16,7 +16,6 @@ was committed and never commits half a batch (exactly-once effects from at-least
 from __future__ import annotations
 
 import json
-import operator
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -92,7 +91,8 @@ STORABLE_MAX = 1 << 16
 
 def _cleaned_rows(values: Iterable[Sequence[Any]]) -> Iterator[Sequence[Any]]:
     """Each row as it may be stored: itself when every text in it is clean, else a copy with
-    its texts cleaned (redaction gives a clean text back as the very same object)."""
+    its texts cleaned (redaction gives a clean text back as the very same object). Only the
+    texts not known to be storable are cleaned, and only those are remembered."""
     storable, plain = _STORABLE, PLAIN_TEXT.fullmatch
     for row in values:
         for value in row:
@@ -101,14 +101,28 @@ def _cleaned_rows(values: Iterable[Sequence[Any]]) -> Iterator[Sequence[Any]]:
         else:
             yield row
             continue
-        cleaned = tuple([clean(v) for v in row])
-        if len(storable) > STORABLE_MAX:
-            storable.clear()
-        storable.update(
-            v for v, c in zip(row, cleaned, strict=True)
-            if v is c and type(v) is str and len(v) <= MEMO_CHARS  # JSON states: not kept
-        )
-        yield row if all(map(operator.is_, row, cleaned)) else cleaned
+        copy: list[Any] | None = None
+        for i, value in enumerate(row):
+            if type(value) is not str or value in storable or plain(value):
+                continue
+            cleaned = clean(value)
+            if cleaned is not value:
+                copy = list(row) if copy is None else copy
+                copy[i] = cleaned
+            elif len(value) <= MEMO_CHARS:  # JSON states: not kept
+                if len(storable) >= STORABLE_MAX:
+                    storable.clear()
+                storable.add(value)
+        yield row if copy is None else tuple(copy)
+
+
+def stored_rows(values: Iterable[Sequence[Any]]) -> list[Sequence[Any]]:
+    """Rows as :func:`write_batch` would store them, cleaned here: a worker process cleans the
+    ``steps`` rows it folded before sending them (``write_batch(..., steps_stored=True)``).
+    It redacts each text right after folding it, while its memo of redactions still holds it;
+    the writer, the one process that writes and the bottleneck with two workers, would
+    otherwise redact every text it had not seen again (all of them, when every detail differs)."""
+    return list(_cleaned_rows(values))
 
 
 def _upsert(conn: sqlite3.Connection, table: str, rows: Sequence[dict[str, Any]]) -> None:
@@ -119,14 +133,16 @@ def _upsert(conn: sqlite3.Connection, table: str, rows: Sequence[dict[str, Any]]
 
 
 def _upsert_values(
-    conn: sqlite3.Connection, table: str, columns: Sequence[str], values: Iterable[Sequence[Any]]
+    conn: sqlite3.Connection, table: str, columns: Sequence[str], values: Iterable[Sequence[Any]],
+    stored: bool = False,
 ) -> None:
-    """Insert or replace rows given as values in ``columns`` order, every text cleaned."""
+    """Insert or replace rows given as values in ``columns`` order, every text cleaned (here,
+    or by :func:`stored_rows` when ``stored``)."""
     sql = (
         f"INSERT OR REPLACE INTO [{table}] ({', '.join(f'[{c}]' for c in columns)}) "
         f"VALUES ({', '.join('?' for _ in columns)})"
     )
-    conn.executemany(sql, _cleaned_rows(values))
+    conn.executemany(sql, values if stored else _cleaned_rows(values))
 
 
 def insert(
@@ -150,14 +166,15 @@ def write_batch(
     states: Sequence[tuple[str, str, str]],
     source: dict[str, Any] | None,
     shared: Sequence[tuple[str, str]] = (),
+    steps_stored: bool = False,
 ) -> None:
     """Write one batch as :meth:`SourceFold.take_folded` gives it (``steps`` rows in primary-key
     order, values in :data:`STEP_COLUMNS` order; ``states`` as JSON), inside a write
-    transaction (``source``: its new ``sources`` row, if it has moved on). The sessions'
-    contributions to the rollup must have been taken out first (see
-    :class:`rollup.Pending`)."""
+    transaction (``source``: its new ``sources`` row, if it has moved on; ``steps_stored``:
+    the steps rows come from :func:`stored_rows`). The sessions' contributions to the rollup
+    must have been taken out first (see :class:`rollup.Pending`)."""
     if steps:
-        _upsert_values(conn, "steps", STEP_COLUMNS, steps)
+        _upsert_values(conn, "steps", STEP_COLUMNS, steps, steps_stored)
     _upsert(conn, "incidents", incidents)
     if errors:
         columns = list(errors[0])

@@ -201,10 +201,12 @@ def _assistant(obj: dict[str, Any], mine: dict[str, Any], actions: ActionMap) ->
             return []
         _close_round(mine)
         mine["round"] = key
+    calls = []  # each call's name and digest, once (the input can be a whole file)
     for block in tools:
         name = block.get("name") if isinstance(block.get("name"), str) else None
+        calls.append((name, digest(name, block.get("input"))))
         if isinstance(block.get("id"), str):
-            mine["tools"][block["id"]] = [name, digest(name, block.get("input"))]
+            mine["tools"][block["id"]] = list(calls[-1])
     bounded(mine["tools"], TOOLS_MAX)
     if not same:
         mine["counted"] = {}
@@ -223,20 +225,20 @@ def _assistant(obj: dict[str, Any], mine: dict[str, Any], actions: ActionMap) ->
         detail=model,
         model=model,
         **added,
-    ), *_tool_calls(tools, mine, actions)]
+    ), *_tool_calls(tools, calls, mine, actions)]
 
 
 def _tool_calls(
-    tools: list[dict[str, Any]], mine: dict[str, Any], actions: ActionMap
+    tools: list[dict[str, Any]], calls: list[tuple[str | None, str]], mine: dict[str, Any],
+    actions: ActionMap,
 ) -> list[Event]:
-    """Each ``tool_use`` block as a step of its action class."""
+    """Each ``tool_use`` block (its name and digest in ``calls``) as a step of its action
+    class."""
     failures = mine.setdefault("failed", {})
-    events = []
-    for block in tools:
-        name = block.get("name") if isinstance(block.get("name"), str) else None
-        call = digest(name, block.get("input"))
-        events.append(tool_call(name, block.get("input"), call, failures, actions))
-    return events
+    return [
+        tool_call(name, block.get("input"), call, failures, actions)
+        for block, (name, call) in zip(tools, calls, strict=True)
+    ]
 
 
 def _response_id(message: dict[str, Any], obj: dict[str, Any]) -> str | None:

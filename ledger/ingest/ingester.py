@@ -236,7 +236,7 @@ class Ingester:
                     self._check_owners(conn, message.owners)
                     current.update(offset=message.end, check_hash=message.check_hash,
                                    size=message.size, mtime=message.mtime)
-                    self._commit(conn, message.folded, current)
+                    self._commit(conn, message.folded, current, steps_stored=True)
                 self._tx.add(message.lines or 1)
                 self._count_rows(source["path"], tally.steps, tally.errors, tally.unknown)
                 self._redactions_ahead += tally.redactions + message.redactions
@@ -254,7 +254,7 @@ class Ingester:
         out = part.out
         self._tx.rollup.take_out(conn, {row[0] for row in out.steps})
         writes.write_batch(conn, steps=out.steps, incidents=out.incidents, errors=out.errors,
-                          sessions=[], states=[], source=None)
+                          sessions=[], states=[], source=None, steps_stored=True)
         tally.add(out, part.redactions)
         self._notices(out.notes)
 
@@ -343,7 +343,11 @@ class Ingester:
             self._commit(conn, fold.take_folded(), source)
         self.progress(info.size)
 
-    def _commit(self, conn: Any, folded: Folded, source: dict[str, Any]) -> None:
+    def _commit(
+        self, conn: Any, folded: Folded, source: dict[str, Any], steps_stored: bool = False
+    ) -> None:
+        """Write a folded batch with its source's new row (``steps_stored``: a worker cleaned
+        its steps rows, see :func:`writes.stored_rows`)."""
         out, cursor = folded.out, folded.cursor
         source["cursor"] = json.dumps(cursor)
         source["lines"] = cursor["line"]
@@ -364,6 +368,7 @@ class Ingester:
             states=folded.states,
             source=source,
             shared=folded.shared,
+            steps_stored=steps_stored,
         )
         self._count_rows(source["path"], len(out.steps), len(out.errors), out.unknown)
         self._notices(out.notes)

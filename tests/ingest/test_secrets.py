@@ -129,12 +129,15 @@ def write_ledgers(root: Path) -> Path:
     return root
 
 
-def test_no_secret_reaches_any_column_or_byte(ledgers: Path, db_path: Path) -> None:
+@pytest.mark.parametrize("jobs", [0, 2])  # folded here, or by workers that clean their rows
+def test_no_secret_reaches_any_column_or_byte(ledgers: Path, db_path: Path, jobs: int) -> None:
     connection.connect(db_path).conn.close()
     keep_wal_open = sqlite3.connect(db_path)  # so the -wal file outlives the ingest
     keep_wal_open.execute("select count(*) from sqlite_master").fetchall()
     try:
-        summary = ingest(db_path, [ledgers], Options(max_line=5000))
+        options = Options(max_line=5000, jobs=jobs, parallel_min_bytes=0)
+        summary = ingest(db_path, [ledgers], options)
+        assert summary.workers == jobs
         wal = db_path.with_name(db_path.name + "-wal").read_bytes()
         assert wal, "the write-ahead log was checkpointed away; nothing to scan"
         found = [
@@ -226,15 +229,17 @@ def leaks(secret: str, haystack: str) -> bool:
     return any(secret[i : i + n] in haystack for i in range(len(secret) - n + 1))
 
 
+@pytest.mark.parametrize("jobs", [0, 2])  # folded here, or by workers that clean their rows
 def test_a_hostile_corpus_leaves_no_secret_in_any_column_or_byte(
-    tmp_path: Path, db_path: Path
+    tmp_path: Path, db_path: Path, jobs: int
 ) -> None:
     runs = write_hostile(tmp_path / "runs")
     connection.connect(db_path).conn.close()
     keep_wal_open = sqlite3.connect(db_path)  # so the -wal file outlives the ingest
     keep_wal_open.execute("select count(*) from sqlite_master").fetchall()
     try:
-        summary = ingest(db_path, [runs], Options())
+        summary = ingest(db_path, [runs], Options(jobs=jobs, parallel_min_bytes=0))
+        assert summary.workers == jobs
         wal = db_path.with_name(db_path.name + "-wal").read_bytes()
         stored = every_text(db_path)
         dialects = {row["dialect"] for row in rows(db_path, "select dialect from sessions")}

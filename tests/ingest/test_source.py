@@ -3,15 +3,18 @@ tests/core/test_fold.py's, the lines and batches tests/ingest/test_ingester.py's
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ledger.core.budget import Budget
 from ledger.core.events import Event
 from ledger.core.fold import Fold, Session
 from ledger.core.vendors import DEFAULT_VENDOR_MAP
-from ledger.ingest.source import state_json
+from ledger.ingest.source import Cursor, state_json
 
 
 def folded_session(task: str) -> Session:
@@ -41,3 +44,24 @@ def test_a_state_msgspec_cannot_write_is_written_by_the_standard_library() -> No
     text = state_json(session)
     assert "\\udcff" in text
     assert Session.from_resume(json.loads(text)) == session
+
+
+_JSON_LIKE = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text() | st.just("\udc80"),
+    lambda inner: st.lists(inner, max_size=4) | st.tuples(inner, inner)
+    | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(st.dictionaries(st.text(max_size=8), _JSON_LIKE, max_size=4), st.integers(min_value=0))
+def test_a_cursor_copy_holds_what_asdict_would(reader: dict, line: int) -> None:
+    cursor = Cursor(line=line, reader=reader)
+    copy = cursor.to_dict()
+    assert json.dumps(copy) == json.dumps(dataclasses.asdict(cursor))
+    before = json.dumps(copy)
+    cursor.reader["later"] = [1]  # the fold goes on: the copy taken stays as it was
+    for value in cursor.reader.values():
+        if isinstance(value, dict | list):
+            value.clear()
+    assert json.dumps(copy) == before
