@@ -72,19 +72,11 @@ def could_match(text: str, entries: Sequence[Entry] | None) -> bool:
 
 
 def installed_needs() -> tuple[Entry, ...] | None:
-    """The table's needs if it was made from the installed scanner, else ``None``. The
-    version is read from the name of the scanner's ``.dist-info`` folder, which costs nothing
-    like importing the scanner or :mod:`importlib.metadata` does."""
-    from importlib.util import find_spec
-
+    """The table's needs if it was made from the installed scanner, else ``None``."""
+    from ledger.core.installed import installed_version
     from ledger.core.secret_needs_table import NEEDS, VERSION
 
-    spec = find_spec("kingfisher_sdk")
-    if spec is None or spec.origin is None:
-        return None
-    folder = Path(spec.origin).parent.parent
-    wanted = f"{DIST.replace('-', '_')}-{VERSION}.dist-info"
-    return NEEDS if (folder / wanted).is_dir() else None
+    return NEEDS if installed_version("kingfisher_sdk", DIST) == VERSION else None
 
 
 def words_of(need: str) -> tuple[str, ...]:
