@@ -57,18 +57,47 @@ def _regex(need: str) -> re.Pattern[str]:
 
 
 def could_match(text: str, entries: Sequence[Entry] | None) -> bool:
-    """Whether ``text`` holds the need of some rule (``None``: the needs are unknown, so
-    every text might). A need is searched for only in a text that holds one of its words,
-    which are plain substring tests of the case-folded text (Kingfisher's ignoring of case
-    folds Unicode's ``K`` and ``ſ`` to ASCII, as :meth:`str.casefold` does)."""
+    """Whether ``text`` holds the needs of some rule (``None``: the needs are unknown, so
+    every text might). A rule's needs are searched for only in a text that holds one of its
+    words: a plain substring of the case-folded text (Kingfisher's ignoring of case folds
+    Unicode's ``K`` and ``ſ`` to ASCII, as :meth:`str.casefold` does), looked up by the
+    pairs of characters the text holds."""
     if entries is None:
         return True
     folded = text.casefold()
+    if len(folded) <= _INDEXED_MAX:
+        wordless, by_pair = _index(entries)
+        chosen = set(wordless)
+        for pair in {folded[i : i + 2] for i in range(len(folded) - 1)} & by_pair.keys():
+            chosen.update(by_pair[pair])
+        entries = [entries[i] for i in sorted(chosen)]
     return any(
         (not words or any(w in folded for w in words))
         and all(_regex(need).search(text) for need in needs)
         for words, needs in entries
     )
+
+
+#: Texts up to this long have their entries picked by the pairs of characters they hold; a
+#: longer text holds most pairs, and would pay for the picking for nothing.
+_INDEXED_MAX = 2048
+
+
+#: By the id of a table: the table (kept, so that its id is never another's), its entries
+#: with no word, and by the first two characters of each word the entries that have it.
+_INDEXES: dict[int, tuple[Sequence[Entry], tuple[int, ...], dict[str, list[int]]]] = {}
+
+
+def _index(entries: Sequence[Entry]) -> tuple[tuple[int, ...], dict[str, list[int]]]:
+    found = _INDEXES.get(id(entries))
+    if found is None:
+        by_pair: dict[str, list[int]] = {}
+        for i, (words, _needs) in enumerate(entries):
+            for word in words:
+                by_pair.setdefault(word[:2], []).append(i)
+        wordless = tuple(i for i, (words, _needs) in enumerate(entries) if not words)
+        found = _INDEXES[id(entries)] = (entries, wordless, by_pair)
+    return found[1], found[2]
 
 
 def installed_needs() -> tuple[Entry, ...] | None:

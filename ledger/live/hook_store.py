@@ -88,13 +88,12 @@ def save(path: Path, state: HookState, clean_already: Set[str] = frozenset()) ->
     secret's context, and the whole text, which holds such names next to ids, would load the
     secret scanner's rules in every call (:mod:`ledger.core.secret_needs`). The strings of
     ``clean_already`` (those of the state as it was loaded, redacted when it was saved) are
-    kept as they are: redaction is idempotent, so only the call's new strings are looked at."""
+    not looked at again (redaction is idempotent): only the call's new strings are, and only
+    if one of them holds a secret is the state redacted, every string of it."""
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
-
-    def redactor(text: str) -> tuple[str, int]:
-        return (text, 0) if text in clean_already else redact(text)
-
-    data, _ = redact_json(state.to_dict(), redactor)
+    data = state.to_dict()
+    if any(redact(text)[1] for text in strings(data) - clean_already):
+        data, _ = redact_json(data)
     tmp.write_text(json.dumps(data, separators=(",", ":")), encoding="utf-8")
     os.replace(tmp, path)
 
@@ -140,7 +139,7 @@ def record(
 
 
 def _open(db_path: Path) -> sqlite3.Connection:
-    conn = sqlite3.connect(str(db_path), timeout=BUSY_TIMEOUT_S)
+    conn = _connect(db_path)
     found = conn.execute(
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'hook_decisions'"
     ).fetchone()
@@ -149,7 +148,14 @@ def _open(db_path: Path) -> sqlite3.Connection:
         from ledger.db.connection import connect
 
         connect(db_path).conn.close()
-        conn = sqlite3.connect(str(db_path), timeout=BUSY_TIMEOUT_S)
+        conn = _connect(db_path)
+    return conn
+
+
+def _connect(db_path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(str(db_path), timeout=BUSY_TIMEOUT_S)
+    # As ledger.db.connection sets it: in WAL, a commit does not wait for the disk.
+    conn.execute("PRAGMA synchronous = NORMAL")
     return conn
 
 
