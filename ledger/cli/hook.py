@@ -93,9 +93,9 @@ def serve_command(
 ) -> None:
     """Answer hook calls from a resident process, warm (install with --resident to use it).
 
-    A call started as a process loads Python, agent-ledger and the secret scanner's rules
-    each time; this server loads them once and answers over a Unix socket beside the
-    database. Without it running, the --resident hook falls back to the full command.
+    A call started as a process loads Python and the fold's modules each time; this server
+    loads them once and answers over a Unix socket beside the database. Without it running,
+    the --resident hook falls back to the light hook, agent-ledger-hook.
 
     \b
     Example:
@@ -172,7 +172,7 @@ def _apply(path: Path, after: dict[str, Any], before: dict[str, Any], dry_run: b
 @click.option("--fail-open", is_flag=True, help="Install the hook with --fail-open.")
 @click.option(
     "--resident", is_flag=True,
-    help="Install the light client of `hook serve` (falls back to the full command).",
+    help="Install the client of `hook serve` (falls back to the light hook without it).",
 )
 @click.option("--dry-run", is_flag=True, help="Show the change without writing it.")
 def install_command(
