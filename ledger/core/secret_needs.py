@@ -269,7 +269,7 @@ def _fixed_sequence(items: list[tuple[Any, Any]]) -> Need:
 
 def _fixed(op: Any, av: Any) -> Need:
     """An item of one character, or of a fixed number of them (raises :class:`_Vary`)."""
-    if op is C.LITERAL:
+    if op is C.LITERAL and av <= 0x7F:
         return re.escape(chr(av)), _LITERAL_BITS, int(chr(av).isalnum())
     if op is C.IN:
         return _class(av)
@@ -289,8 +289,9 @@ def _fixed(op: Any, av: Any) -> Need:
 
 
 def _class(members: list[tuple[Any, Any]]) -> Need:
-    """A character class of literals and ranges; anything else (a category such as ``\\w``,
-    a negation) is not a fixed run: Rust's categories and Python's differ."""
+    """A character class of ASCII literals and ranges; anything else (a category such as
+    ``\\w``, a negation, a character past ASCII, which a byte-wise engine may read as one byte
+    of a longer character) is not a fixed run: Rust's categories and Python's differ."""
     chars: list[tuple[int, int]] = []
     for op, av in members:
         if op is C.LITERAL:
@@ -303,6 +304,8 @@ def _class(members: list[tuple[Any, Any]]) -> Need:
         re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}"
         for a, b in chars
     )
+    if any(b > 0x7F for _a, b in chars):
+        raise _Vary
     size = sum(b - a + 1 for a, b in chars)
     return f"[{body}]", max(0.0, math.log2(_PRINTABLE / max(size, 1))), 0
 

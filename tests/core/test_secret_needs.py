@@ -52,6 +52,10 @@ def python_pattern(pattern: str) -> re.Pattern[str] | None:
         # A repeat of varying width ends a run, and its least count starts the next one.
         (r"[a-f0-9]{32,40}\.x", (r"(?:[a-f0-9]){32}\.x", "(?:[a-f0-9]){32}"), ()),
         (r"pat[[:alnum:]]{14}\.", (r"pat(?:[0-9A-Za-z]){14}\.",), ("pat",)),
+        # A class or literal past ASCII is no part of a run (a byte-wise engine may match one
+        # byte of a longer character there).
+        (r"[\x00-\xff]abc[a-z]{30}", ("abc(?:[a-z]){30}",), ("abc",)),
+        ("éabc[a-z]{3}", ("abc(?:[a-z]){3}",), ("abc",)),
         # Not understood: no need, so every text is a candidate.
         (r"\p{L}{30}", None, None),
     ],
