@@ -1,16 +1,25 @@
-"""Benchmark: one call of ``agent-ledger hook claude-code``, as Claude Code makes it.
+"""Benchmark: one call of the live brake, as Claude Code makes it.
 
 A transcript of ``--lines`` lines is built from the public Claude Code sample (its lines
-repeated with fresh ids), then grown by ``--calls`` more tool calls, one hook call after each,
-as in a live session: each call reads only the lines written since the last one. Timed two
-ways, in turn: the whole process Claude Code starts (``python -m ledger hook claude-code``:
-interpreter, imports, the secret scanner's rules, state, fold, database row), the resident
-client (``python -S hook_client.py``, answered by ``hook serve``), and the call inside one
-process (``hook_run.run``). The first call on the long transcript, with no saved state, is
-timed apart (it reads everything).
+repeated with fresh ids), then grown by more tool calls, one hook call after each, as in a
+live session: each call reads only the lines written since the last one. Each kind of call
+is timed in turn, after the same appends:
+
+``plain``       a fresh ``agent-ledger-hook claude-code`` process (what ``hook install``
+                writes; ``python -c 'from ledger.live.hook_main import main; main()'`` when the
+                script is not installed): interpreter, imports, state, fold, database row;
+``cli``         a fresh ``agent-ledger hook claude-code`` process (the whole command line;
+                ``python -m ledger``), fewer calls: it is the slow one;
+``resident``    the client of ``hook serve`` (``python -S hook_client.py``);
+``in_process``  ``hook_run.run`` inside this process.
+
+The first call on the transcript, with no saved state, is timed apart (it reads everything).
+Processes are started with bytecode caching on (``PYTHONDONTWRITEBYTECODE`` removed), as an
+installed package runs; a first untimed call of each kind writes the caches.
 
     .venv/bin/python bench/hook.py                       # 5,000 and 100 lines, 40 calls each
     .venv/bin/python bench/hook.py --lines 5000 --calls 100
+    taskset -c 1 .venv/bin/python bench/hook.py          # pinned to one core
 """
 
 from __future__ import annotations
@@ -18,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -74,9 +84,25 @@ def call_of(raw: bytes, transcript: Path) -> dict[str, Any] | None:
     return None
 
 
+def commands(db: Path) -> dict[str, list[str]]:
+    caps = ["--db", str(db)] + [f"--budget={key}=off" for key in Budget.keys()]
+    script = shutil.which("agent-ledger-hook")
+    plain = [script] if script else [sys.executable, "-c", LIGHT]
+    return {
+        "plain": [*plain, "claude-code", *caps],
+        "cli": [sys.executable, "-m", "ledger", "hook", "claude-code", *caps],
+        "resident": [sys.executable, "-S", hook_client.__file__, str(socket_path(db)), *caps],
+    }
+
+
+LIGHT = "from ledger.live.hook_main import main; main()"
+#: Of every ``CLI_EVERY`` calls, one is timed as ``cli`` (it takes ten times as long).
+CLI_EVERY = 4
+
+
 def bench(count: int, calls: int, work: Path) -> dict[str, Any]:
     transcript, db = work / "t.jsonl", work / "ledger.db"
-    body = lines(count + calls * 60)
+    body = lines(count + calls * 120)
     head, tail = body[:count], body[count:]
     transcript.write_bytes(b"".join(head))
     options = Options(budget=NO_CAPS)
@@ -84,19 +110,21 @@ def bench(count: int, calls: int, work: Path) -> dict[str, Any]:
     started = time.perf_counter()
     run(json.dumps(first).encode(), db, lambda _f: options)
     cold = (time.perf_counter() - started) * 1000
-    caps = ["--db", str(db), "--budget", "max_steps=off", "--budget", "max_seconds=off",
-               "--budget", "max_writes=off", "--budget", "max_rounds=off",
-               "--budget", "max_tool_calls=off", "--budget", "max_output_tokens=off",
-               "--budget", "max_consecutive_tool_errors=off",
-            "--budget", "no_progress_rounds=off"]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "plugins")])}
-    full = [sys.executable, "-m", "ledger", "hook", "claude-code", *caps]
-    client = [sys.executable, "-S", hook_client.__file__, str(socket_path(db)), *caps]
-    server = subprocess.Popen([sys.executable, "-m", "ledger", "hook", "serve", *caps], env=env,
-                              stderr=subprocess.DEVNULL)
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "plugins")])
+    argv = commands(db)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "ledger", "hook", "serve", *argv["cli"][5:]], env=env,
+        stderr=subprocess.DEVNULL,
+    )
     while not socket_path(db).exists():
         time.sleep(0.05)
-    kinds: dict[str, list[float]] = {"process": [], "resident": [], "in_process": []}
+    for command in argv.values():  # untimed: bytecode caches written, the server warm
+        subprocess.run(command, input=json.dumps(first).encode(), env=env, capture_output=True)
+    kinds: dict[str, list[float]] = {"plain": [], "cli": [], "resident": [], "in_process": []}
+    wanted = {"plain": calls, "cli": max(1, calls // CLI_EVERY), "resident": calls,
+              "in_process": calls}
+    turn = 0
     try:
         with transcript.open("ab") as f:
             for raw in tail:
@@ -106,22 +134,31 @@ def bench(count: int, calls: int, work: Path) -> dict[str, Any]:
                 if call is None:
                     continue
                 stdin = json.dumps(call).encode()
-                kind = min(kinds, key=lambda k: len(kinds[k]))
+                kind = _next_kind(kinds, wanted, turn)
+                turn += 1
+                if kind is None:
+                    break
                 started = time.perf_counter()
                 if kind == "in_process":
                     run(stdin, db, lambda _f: options)
                 else:
-                    command = full if kind == "process" else client
-                    subprocess.run(command, input=stdin, check=True, env=env,
+                    subprocess.run(argv[kind], input=stdin, check=True, env=env,
                                    capture_output=True)
                 kinds[kind].append((time.perf_counter() - started) * 1000)
-                if min(len(v) for v in kinds.values()) >= calls:
-                    break
     finally:
         server.terminate()
         server.wait()
     return {"lines": count, "cold_first_call_ms": round(cold, 1),
             **{kind: summary(times) for kind, times in kinds.items()}}
+
+
+def _next_kind(kinds: dict[str, list[float]], wanted: dict[str, int], turn: int) -> str | None:
+    """The kinds in turn (``cli`` one turn in ``CLI_EVERY``), each until it has its calls."""
+    order = ["plain", "resident", "in_process"] + (["cli"] if turn % CLI_EVERY == 0 else [])
+    missing = [k for k in order if len(kinds[k]) < wanted[k]] or [
+        k for k in kinds if len(kinds[k]) < wanted[k]
+    ]
+    return min(missing, key=lambda k: len(kinds[k]) / wanted[k]) if missing else None
 
 
 def summary(times: list[float]) -> dict[str, float]:
@@ -139,12 +176,13 @@ def main() -> None:
     args = parser.parse_args()
     print(f"load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} cores, "
           f"Python {sys.version.split()[0]}")
-    bare = []
-    for _ in range(10):
-        started = time.perf_counter()
-        subprocess.run([sys.executable, "-S", "-c", "pass"], check=True)
-        bare.append((time.perf_counter() - started) * 1000)
-    print(json.dumps({"bare_interpreter_start": summary(bare)}))
+    for name, flags in (("bare_interpreter_start", ["-S"]), ("interpreter_with_site", [])):
+        bare = []
+        for _ in range(10):
+            started = time.perf_counter()
+            subprocess.run([sys.executable, *flags, "-c", "pass"], check=True)
+            bare.append((time.perf_counter() - started) * 1000)
+        print(json.dumps({name: summary(bare)}))
     for count in args.lines or [5000, 100]:
         with tempfile.TemporaryDirectory() as work:
             print(json.dumps(bench(count, args.calls, Path(work))))

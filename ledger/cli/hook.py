@@ -75,15 +75,9 @@ def _options_for(
     budget_pairs: tuple[str, ...], vendor_map: str | None, prices: str | None
 ) -> Any:
     """The options to fold under, given the budget file found for a session."""
-    from ledger.live.hook import HookInputError
+    from ledger.live.hook_main import options_for
 
-    def options_for(found: str | None) -> Any:
-        try:
-            return make_options(budget_pairs, found, vendor_map, prices)
-        except click.ClickException as exc:  # a bad budget: the call is denied, saying why
-            raise HookInputError(exc.message) from None
-
-    return options_for
+    return options_for(budget_pairs, vendor_map, prices)
 
 
 @hook_group.command(name="serve")
@@ -99,9 +93,9 @@ def serve_command(
 ) -> None:
     """Answer hook calls from a resident process, warm (install with --resident to use it).
 
-    A call started as a process loads Python, agent-ledger and the secret scanner's rules
-    each time; this server loads them once and answers over a Unix socket beside the
-    database. Without it running, the --resident hook falls back to the full command.
+    A call started as a process loads Python and the fold's modules each time; this server
+    loads them once and answers over a Unix socket beside the database. Without it running,
+    the --resident hook falls back to the light hook, agent-ledger-hook.
 
     \b
     Example:
@@ -147,12 +141,13 @@ def _target(scope: str, project_dir: str) -> Path:
     return hook_settings.settings_path(scope, Path(project_dir).resolve(), Path.home())
 
 
-def _executable() -> str:
-    """How Claude Code should run this agent-ledger: its script, else this Python."""
-    found = shutil.which("agent-ledger")
+def _hook_executable() -> str:
+    """How Claude Code should run the hook: the light ``agent-ledger-hook`` script (it
+    imports only what a call needs, docs/hooks.md), else this Python on its module."""
+    found = shutil.which("agent-ledger-hook")
     if found:
         return shlex.quote(str(Path(found).resolve()))
-    return f"{shlex.quote(sys.executable)} -m ledger"
+    return f"{shlex.quote(sys.executable)} -m ledger.live.hook_main"
 
 
 def _apply(path: Path, after: dict[str, Any], before: dict[str, Any], dry_run: bool) -> None:
@@ -177,7 +172,7 @@ def _apply(path: Path, after: dict[str, Any], before: dict[str, Any], dry_run: b
 @click.option("--fail-open", is_flag=True, help="Install the hook with --fail-open.")
 @click.option(
     "--resident", is_flag=True,
-    help="Install the light client of `hook serve` (falls back to the full command).",
+    help="Install the client of `hook serve` (falls back to the light hook without it).",
 )
 @click.option("--dry-run", is_flag=True, help="Show the change without writing it.")
 def install_command(
@@ -207,7 +202,7 @@ def install_command(
         sock = shlex.quote(str(socket_path(db)))
         parts = [shlex.quote(sys.executable), "-S", client, sock, *args]
     else:
-        parts = [_executable(), "hook", "claude-code", *args]
+        parts = [_hook_executable(), "claude-code", *args]
     path = _target(scope, project_dir)
     try:
         before = hook_settings.read(path)

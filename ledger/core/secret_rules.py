@@ -13,7 +13,9 @@ counted: they cut paths and host names into words) is not handed to the engine a
 regex search, in C). The formats of the rule set are tokens of that length or longer; a key
 that ``/`` cuts short is base64, which the first pass recognises by its context
 (``AccountKey=``, ``aws_secret_access_key``). Most ingested text (tool names, short details,
-paths, prose) stops there; the rule set is not even loaded until a text gets past it.
+paths, prose) stops there. A text that passes it is then searched for what some rule's
+pattern needs (:mod:`ledger.core.secret_needs`: ``heroku``, ``ghp_``, ...): ids, hashes and
+hyphenated words hold none, and the rule set is not even loaded until a text holds one.
 
 Pure in the sense that matters here: the same text always gives the same spans.
 """
@@ -27,6 +29,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ledger.core.secret_needs import could_match, installed_needs
+
 __all__ = ["MIN_RUN", "kind_of", "rule_kinds", "secret_spans"]
 
 #: The run of token characters (not counting ``/`` and ``.``, which split paths and host
@@ -39,15 +43,20 @@ _BEFORE = re.compile(r"[A-Za-z0-9_+/~%-]*\Z")
 _AFTER = re.compile(r"[A-Za-z0-9_+/~%-]*=*")
 #: The prefixes of Kingfisher's rule ids, dropped from the marker's kind.
 _ID_PREFIXES = ("betterleaks.", "kingfisher.", "veles.secrets/", "veles.", "custom.")
+#: Every confidence level (the scanner's own filters still drop placeholders).
+CONFIDENCE = "low"
 
 
 @functools.cache
 def _scanner() -> Any:
     from kingfisher_sdk import Rules, Scanner
 
-    # Every confidence level (the scanner's own filters still drop placeholders); no Base64
-    # decoding: a secret inside Base64 is stored as Base64 text, and its span is the encoding.
-    return Scanner(Rules(confidence="low", cache_dir=_cache_dir()), base64=False)
+    # No Base64 decoding: a secret inside Base64 is stored as Base64 text, and its span is the
+    # encoding.
+    return Scanner(Rules(confidence=CONFIDENCE, cache_dir=_cache_dir()), base64=False)
+
+
+_needs = functools.cache(installed_needs)
 
 
 def _cache_dir() -> str | None:
@@ -82,7 +91,7 @@ def secret_spans(text: str) -> list[tuple[int, int, str]]:
     Each secret is located in ``text`` by its value (every occurrence of it), widened to the
     token it sits in.
     """
-    if _PREFILTER.search(text) is None:
+    if _PREFILTER.search(text) is None or not could_match(text, _needs()):
         return []
     data = text.encode("utf-8", "surrogatepass")
     found: list[tuple[int, int, str]] = []

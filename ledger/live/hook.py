@@ -40,9 +40,10 @@ from ledger.ingest.source import Cursor, SourceFold
 ALLOW = "allow"
 DENY = "deny"
 PRE_TOOL_USE = "PreToolUse"
-#: Tool calls remembered (their id, session and event number), for a call asked about after
-#: its line was read (Claude Code runs parallel calls of one response one after another).
-CALLS_MAX = 1024
+#: Tool calls remembered (a digest of their id, their session and event number), for a call
+#: asked about after its line was read (Claude Code runs the parallel calls of one response
+#: one after another, so the last responses' calls are enough).
+CALLS_MAX = 128
 READ_LINES = 10_000
 _SESSION, _IDX, _ACTION = (STEP_COLUMNS.index(c) for c in ("session_id", "idx", "action"))
 #: The counters a decision records and ``hook status`` shows.
@@ -69,7 +70,8 @@ class HookState:
     fold_digest: str = ""
     files: dict[str, FileState] = field(default_factory=dict)
     sessions: dict[str, dict[str, Any]] = field(default_factory=dict)  # Session.to_resume()
-    calls: dict[str, list[Any]] = field(default_factory=dict)  # tool_use_id -> [session, idx]
+    #: call_key(tool_use_id) -> [session, idx, action]
+    calls: dict[str, list[Any]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -191,7 +193,7 @@ def decide(state: HookState, fold: Fold, payload: Payload) -> Verdict:
     """Whether the pending call of ``payload`` may be taken, given the transcript in ``state``
     (already advanced to the end of the transcript)."""
     sid = payload.fold_session
-    found = state.calls.get(payload.tool_use_id or "")
+    found = state.calls.get(call_key(payload.tool_use_id or ""))
     if found is not None and found[0] == sid:
         session = Session.from_resume(state.sessions[sid])
         idx, action = found[1], found[2]
@@ -256,7 +258,7 @@ def _note_calls(state: HookState, raw: bytes, rows: list[StepRow]) -> None:
         return  # a copy of a line folded already: its calls are remembered from the first
     for call, row in zip(ids, rows[-len(ids):], strict=True):
         if isinstance(call, str):
-            state.calls[call] = [row[_SESSION], row[_IDX], row[_ACTION]]
+            state.calls[call_key(call)] = [row[_SESSION], row[_IDX], row[_ACTION]]
     bounded(state.calls, CALLS_MAX)
 
 
@@ -295,6 +297,12 @@ def _pending(
             f"{payload.fold_session!r}"
         )
     return session, rows[-1][_IDX], rows[-1][_ACTION]
+
+
+def call_key(tool_use_id: str) -> str:
+    """A tool call's key in the state: a digest of its id, short enough (16 hex digits) that
+    no secret rule looks at it, and no id kept in the clear."""
+    return hashlib.sha256(tool_use_id.encode()).hexdigest()[:16]
 
 
 def _source_id(path: str) -> str:

@@ -3,9 +3,9 @@
 Standard library only, run as a script (``python -S hook_client.py SOCKET [ARGS...]``), so a
 call costs an interpreter's start and one round trip, not agent-ledger's imports. It sends
 the hook input to the server listening on SOCKET and prints its answer. With no server there,
-it runs ``python -m ledger hook claude-code ARGS...`` in its place (the same answer, at the
-cost of a full start). A server that does not answer in time is a call that cannot be checked:
-denied (fail closed) unless ARGS hold ``--fail-open``.
+it runs the light hook, ``python -m ledger.live.hook_main claude-code ARGS...``, in its
+place (the same answer, at the cost of a process's start). A server that does not answer in
+time is a call that cannot be checked: denied (fail closed) unless ARGS hold ``--fail-open``.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def main(argv: list[str]) -> None:
         conn.connect(path)
     except OSError:  # no server: the full command, reading the same standard input
         conn.close()
-        command = [sys.executable, "-m", "ledger", "hook", "claude-code", *args]
+        command = [sys.executable, "-m", "ledger.live.hook_main", "claude-code", *args]
         os.execv(sys.executable, command)
     try:
         conn.sendall(sys.stdin.buffer.read())

@@ -14,6 +14,7 @@ import json
 import time
 import traceback
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from ledger.ingest.options import Options
@@ -29,6 +30,8 @@ from ledger.live.hook import (
     advance,
     decide,
 )
+from ledger.live.hook_prices import FILE as PRICES_FILE
+from ledger.live.hook_prices import RememberedPrices
 
 BUDGET_FILE = ".agent-ledger.toml"
 #: Given the budget file found for the session (or None), the options to fold under.
@@ -64,7 +67,7 @@ def run(
         digest = options.budget.digest
     except Exception as exc:  # noqa: BLE001 - the top of the hook: nothing may escape
         hook_store.log_error(db, traceback.format_exc())
-        verdict = _failure(payload, exc, fail_open)
+        verdict = verdict_of_failure(payload, exc, fail_open)
         digest = ""
     took = (time.perf_counter() - started) * 1000
     try:
@@ -76,18 +79,23 @@ def run(
 
 def _answer(payload: Payload, db: Path, options: Options) -> Verdict | None:
     """Fold the transcript's new lines; for a ``PreToolUse``, the verdict on its call."""
-    fold = options.make_fold()
+    prices = RememberedPrices(options.prices, hook_store.state_dir(db) / PRICES_FILE)
+    fold = replace(options, prices=prices.book).make_fold()
     path = hook_store.state_file(db, payload.session_id)
     with hook_store.locked(path):
         state = _load(path, options.fold_digest)
+        clean_already = hook_store.strings(state.to_dict())
         for transcript in payload.transcripts():
             advance(state, fold, transcript, options.max_line)
-        hook_store.save(path, state)
+        hook_store.save(path, state, clean_already)
     if payload.event != PRE_TOOL_USE:
+        prices.save()
         return None
     if not payload.tool_use_id:
         raise HookInputError("PreToolUse input has no 'tool_use_id'")
-    return decide(state, fold, payload)
+    verdict = decide(state, fold, payload)
+    prices.save()
+    return verdict
 
 
 def _load(path: Path, digest: str) -> HookState:
@@ -97,7 +105,7 @@ def _load(path: Path, digest: str) -> HookState:
         raise HookInputError(f"cannot read the hook state {path}: {exc}") from None
 
 
-def _failure(payload: Payload | None, exc: Exception, fail_open: bool) -> Verdict:
+def verdict_of_failure(payload: Payload | None, exc: Exception, fail_open: bool) -> Verdict:
     what = f"{type(exc).__name__}: {exc}" if not isinstance(exc, HookInputError) else str(exc)
     session = payload.fold_session if payload else ""
     if fail_open:

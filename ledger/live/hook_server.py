@@ -1,8 +1,8 @@
 """The resident brake: ``hook serve`` answers hook calls over a Unix socket, warm.
 
-A hook call started as a process pays for Python, agent-ledger's imports and the secret
-scanner's rules (about 0.3 s to load) every time; the server pays once and answers each call
-with :func:`ledger.live.hook_run.run`, the same function, so a call through the server and a
+A hook call started as a process pays for Python and the fold's imports every time
+(docs/hooks.md gives the figures); the server pays once and answers each call with
+:func:`ledger.live.hook_run.run`, the same function, so a call through the server and a
 call as a process give the same answer and record the same row. One call at a time (the
 state of a session is locked per call anyway); a call's failure is its answer (run catches
 everything), never the server's end.

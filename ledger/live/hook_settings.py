@@ -3,9 +3,9 @@ touched (docs/hooks.md).
 
 Claude Code reads hooks from ``hooks.<Event>``: a list of matcher groups, each
 ``{"matcher": ..., "hooks": [{"type": "command", "command": ..., "timeout": ...}]}``. The
-brake's entry is the command hook whose command runs ``hook claude-code`` (or the resident
-client, ``hook_client.py``); merging removes any
-such entry first and adds one, so installing twice (or with another budget file) leaves one.
+brake's entry is the command hook whose command runs ``hook claude-code`` (the light
+``agent-ledger-hook claude-code``, or the resident client, ``hook_client.py``); merging removes
+any such entry first and adds one, so installing twice (or with another budget file) leaves one.
 Pure functions over the parsed file, and a thin writer that shows the diff and keeps a backup.
 """
 
@@ -19,7 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-MARKS = (" hook claude-code", "hook_client.py ")
+MARKS = (" hook claude-code", "hook_client.py ", "agent-ledger-hook claude-code",
+         "ledger.live.hook_main claude-code")
 #: The events the brake is installed for: PreToolUse alone decides; each call reads every new
 #: line of the transcript, so no other event is needed (the command accepts them all).
 EVENTS = ("PreToolUse",)

@@ -15,13 +15,13 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Set
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from ledger.core.budget import State
-from ledger.db.writes import clean
+from ledger.core.redact import redact, redact_json
 from ledger.live.hook import HookState, Payload, Verdict
 
 DEFAULT_DB = Path("~/.agent-ledger/ledger.db")
@@ -67,15 +67,34 @@ def load(path: Path, fold_digest: str) -> HookState:
     return state if state.fold_digest == fold_digest else HookState(fold_digest)
 
 
-def save(path: Path, state: HookState) -> None:
+def strings(data: Any) -> set[str]:
+    """Every string of a JSON value, keys too: those of a state just loaded are clean."""
+    if isinstance(data, str):
+        return {data}
+    if isinstance(data, dict):
+        return set(data).union(*map(strings, data.values())) if data else set()
+    if isinstance(data, list):
+        return set().union(*map(strings, data)) if data else set()
+    return set()
+
+
+def save(path: Path, state: HookState, clean_already: Set[str] = frozenset()) -> None:
     """Written whole to a new file, then renamed over the old: a killed hook leaves the old.
 
     The state is reader state, as ``sources.cursor`` and ``fold_state`` are (the tool names of
-    calls still open, the session's resumable fold), so it is redacted as the database writer
-    redacts them (:func:`ledger.db.writes.clean`), every string in it."""
+    calls still open, the session's resumable fold), so every string in it, keys too, is
+    redacted (:func:`~ledger.core.redact.redact_json`). String by string, not as one text:
+    its keys are the fold's own names (``output_tokens``, ``session_id``) and ids, never a
+    secret's context, and the whole text, which holds such names next to ids, would load the
+    secret scanner's rules in every call (:mod:`ledger.core.secret_needs`). The strings of
+    ``clean_already`` (those of the state as it was loaded, redacted when it was saved) are
+    not looked at again (redaction is idempotent): only the call's new strings are, and only
+    if one of them holds a secret is the state redacted, every string of it."""
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    text = clean(json.dumps(state.to_dict(), separators=(",", ":")))
-    tmp.write_text(text, encoding="utf-8")
+    data = state.to_dict()
+    if any(redact(text)[1] for text in strings(data) - clean_already):
+        data, _ = redact_json(data)
+    tmp.write_text(json.dumps(data, separators=(",", ":")), encoding="utf-8")
     os.replace(tmp, path)
 
 
@@ -104,7 +123,9 @@ def record(
         "transcript_path": payload.transcript_path if payload else None,
         "took_ms": round(took_ms, 2),
     }
-    values = [clean(v) for v in row.values()]
+    # The counters are the fold's numbers under its own names: nothing to redact, and as one
+    # JSON text (names next to numbers) they would load the secret scanner's rules.
+    values = [v if k == "counters" else clean(v) for k, v in row.items()]
     db_path.parent.mkdir(parents=True, exist_ok=True)
     conn = _open(db_path)
     try:
@@ -118,7 +139,7 @@ def record(
 
 
 def _open(db_path: Path) -> sqlite3.Connection:
-    conn = sqlite3.connect(str(db_path), timeout=BUSY_TIMEOUT_S)
+    conn = _connect(db_path)
     found = conn.execute(
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'hook_decisions'"
     ).fetchone()
@@ -127,7 +148,14 @@ def _open(db_path: Path) -> sqlite3.Connection:
         from ledger.db.connection import connect
 
         connect(db_path).conn.close()
-        conn = sqlite3.connect(str(db_path), timeout=BUSY_TIMEOUT_S)
+        conn = _connect(db_path)
+    return conn
+
+
+def _connect(db_path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(str(db_path), timeout=BUSY_TIMEOUT_S)
+    # As ledger.db.connection sets it: in WAL, a commit does not wait for the disk.
+    conn.execute("PRAGMA synchronous = NORMAL")
     return conn
 
 

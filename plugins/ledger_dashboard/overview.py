@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import defaultdict
+from datetime import UTC, datetime, timedelta
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 
@@ -145,6 +146,32 @@ def with_spend(rows: list[dict[str, Any]], spend: dict[str, Any]) -> list[dict[s
     ]
 
 
+#: The counters a live session's row shows, from its last decision (``COUNTERS`` of the hook).
+LIVE_COUNTERS = ("steps", "writes", "tool_calls", "output_tokens", "cost")
+
+
+def live_rows(ctx: Context, found: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Live sessions with their last decision's counters read, and their timeline's link
+    (at the last call's step) once ``ingest`` has read the session."""
+    out = []
+    for r in found:
+        try:
+            counters = json.loads(r["counters"] or "{}")
+        except ValueError:
+            counters = {}
+        link = ctx.urls.session(r["session_id"], r["event_idx"]) if r["ingested"] else None
+        out.append(dict(
+            r, counters={k: counters[k] for k in LIVE_COUNTERS if counters.get(k) is not None},
+            timeline_url=link,
+        ))
+    return out
+
+
+def since(now: datetime, minutes: int) -> str:
+    """The ISO time ``minutes`` before ``now``, as the hook writes ``hook_decisions.at``."""
+    return (now - timedelta(minutes=minutes)).isoformat(timespec="seconds")
+
+
 async def overview_data(ctx: Context) -> dict[str, Any]:
     db, filters = ctx.db, ctx.filters
     src = await queries.Sources.of(db)
@@ -153,7 +180,7 @@ async def overview_data(ctx: Context) -> dict[str, Any]:
     (
         by_class, by_day, budget, verdicts, computed, storms, stuck, vendors,
         storm_count, stuck_count, vendor_count, tool_count, stored_budgets,
-        spend_class, spend_reason, spend_day,
+        spend_class, spend_reason, spend_day, live,
     ) = await asyncio.gather(
         queries.by_class_and_reason(db, src, filters),
         queries.by_day_and_reason(db, src, filters),
@@ -171,6 +198,7 @@ async def overview_data(ctx: Context) -> dict[str, Any]:
         queries.spend_by(db, src, filters, "task_class"),
         queries.spend_by(db, src, filters, "stop_reason"),
         queries.spend_by(db, src, filters, "day"),
+        queries.live_sessions(db, since(datetime.now(UTC), queries.LIVE_MINUTES)),
     )
     classes, totals = class_rows(by_class)
     budgets = in_force(stored_budgets)
@@ -203,6 +231,7 @@ async def overview_data(ctx: Context) -> dict[str, Any]:
             "count": vendor_count, "top": [vendor_row(ctx, r) for r in vendors.rows],
         },
         "unclassified_tools": {"count": tool_count},
+        "live": {"minutes": queries.LIVE_MINUTES, "sessions": live_rows(ctx, live)},
         "_charts": {
             "by_class": charts.stop_reasons_by_class(
                 by_class,

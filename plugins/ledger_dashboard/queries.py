@@ -400,6 +400,34 @@ async def denied_calls(db: Database, session_id: str, first: int, size: int) -> 
     )
 
 
+#: The live sessions of the overview: those the hook decided on in the last ``LIVE_MINUTES``,
+#: read from its last ``LIVE_DECISIONS`` decisions (a bounded read of the newest rows, by id).
+LIVE_MINUTES = 30
+LIVE_DECISIONS = 5_000
+LIVE_SHOWN = 20
+
+
+async def live_sessions(db: Database, since: str) -> list[Row]:
+    """The sessions the live brake decided on at or after ``since`` (an ISO time, as the
+    hook writes ``at``), latest first: how many calls it was asked about, how many it
+    denied, its last decision with the counters as they stood, and whether ``ingest`` has
+    read the session yet (its timeline exists). Empty before migration 013."""
+    if "hook_decisions" not in await db.table_names():
+        return []
+    return await rows(
+        db,
+        "with recent as (select * from hook_decisions order by id desc limit :decisions), "
+        "live as (select session_id, count(*) as decisions, sum(decision = 'deny') as denied, "
+        "max(id) as last_id from recent where at >= :since group by session_id) "
+        "select live.session_id, live.decisions, live.denied, h.at, h.decision, h.tool_name, "
+        "h.action, h.stop_reason, h.stop_detail, h.event_idx, h.counters, "
+        "exists(select 1 from sessions s where s.session_id = live.session_id) as ingested "
+        "from live join hook_decisions h on h.id = live.last_id order by h.id desc "
+        "limit :shown",
+        {"since": since, "decisions": LIVE_DECISIONS, "shown": LIVE_SHOWN},
+    )
+
+
 async def session_incidents(db: Database, session_id: str) -> list[Row]:
     return await rows(
         db,

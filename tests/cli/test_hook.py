@@ -33,7 +33,8 @@ def test_install_shows_the_diff_backs_up_and_is_idempotent(tmp_path: Path) -> No
     assert "+            \"command\":" in out and "backup:" in out
     after = json.loads(settings.read_text())
     command = after["hooks"]["PreToolUse"][1]["hooks"][0]["command"]
-    assert f"hook claude-code --db {db} --budget-file {budget}" in command
+    assert f" claude-code --db {db} --budget-file {budget}" in command
+    assert "agent-ledger-hook claude-code" in command or "ledger.live.hook_main" in command
     assert after["hooks"]["PreToolUse"][0] == theirs["hooks"]["PreToolUse"][0]
     assert [json.loads(p.read_text()) for p in settings.parent.glob("settings.json.bak-*")] == [
         theirs]
@@ -98,6 +99,6 @@ def test_install_resident_writes_the_client_and_uninstall_takes_it_out(tmp_path:
     code, out = invoke("install", "--dir", str(tmp_path), "--db", str(db))  # back to the process
     commands = [h["command"] for g in json.loads(settings.read_text())["hooks"]["PreToolUse"]
                 for h in g["hooks"]]
-    assert len(commands) == 1 and "hook claude-code" in commands[0]
+    assert len(commands) == 1 and " claude-code --db" in commands[0]
     invoke("uninstall", "--dir", str(tmp_path))
     assert json.loads(settings.read_text()) == {}

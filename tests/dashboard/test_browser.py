@@ -501,3 +501,48 @@ def test_the_spend_views(browser: Browser, spend_server: str) -> None:
     finally:
         context.close()
     assert watch.errors == [] and watch.external == [] and watch.dialogs == []
+
+
+def _hook_ledger(folder: Path) -> Path:
+    """A database the live brake wrote (a real transcript driven call by call, under
+    max_steps=3, so calls are denied), then ``ingest`` of the transcript."""
+    from ledger.core.budget import Budget
+    from ledger.ingest.ingester import ingest
+    from ledger.ingest.options import Options
+    from tests.helpers import REAL_LOGS
+    from tests.live.test_hook import drive
+
+    options = Options(budget=Budget(max_steps=3))
+    transcript, _ = drive(REAL_LOGS / "02_claude_code_subagent_sidechain_v2.1.39.jsonl",
+                          options, folder)
+    ingest(folder / "ledger.db", [transcript], options)
+    return folder / "ledger.db"
+
+
+@pytest.fixture(scope="module")
+def hook_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    yield from serve_built(tmp_path_factory, "hook", _hook_ledger)
+
+
+def test_live_sessions_lead_to_the_denied_calls(browser: Browser, hook_server: str) -> None:
+    """The overview lists the sessions the hook is watching, with their denied calls; the
+    link opens the timeline, where each denied call is marked with the hook's reason."""
+    watch = Watch(hook_server)
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, base_url=hook_server)
+    watch.attach(context)
+    page = watch.page(context.new_page())
+    try:
+        page.goto("/ledger/-/overview")
+        live = page.locator("#live-sessions tr.ledger-live-denied").first
+        expect(live).to_contain_text("deny")
+        expect(live.locator(".ledger-live-counters")).to_contain_text("steps")
+        shoot(page, "overview-live-sessions")
+        live.locator("a").first.click()
+        expect(page).to_have_url(re.compile(r"/ledger/-/sessions/.+\?at=\d+#step-\d+$"))
+        denied = page.locator(".ledger-tag-denied", has_text="denied by the hook")
+        expect(denied.first).to_be_visible()
+        expect(denied.first).to_have_attribute("title", re.compile("agent-ledger budget stop"))
+        shoot(page, "session-denied-by-the-hook")
+    finally:
+        context.close()
+    assert watch.errors == [] and watch.external == [] and watch.dialogs == []

@@ -1,0 +1,346 @@
+"""What a text must hold for a rule of the rule set to match it: a cheap test, run before the
+rule set is loaded (:mod:`ledger.core.secret_rules`).
+
+Loading Kingfisher's rule set costs a process about 0.3 s, more than everything else a hook
+call does; most texts that pass its first prefilter (a run of 20 token characters: ids,
+hyphenated words, paths) can match none of its rules. For each rule's pattern
+:func:`need_of` derives a *need*: a regular expression that every match of the pattern
+contains, read off the pattern's parse tree (a literal run such as ``heroku`` or ``ghp_``, a
+fixed-width run such as ``[0-9a-f]{32}\\.``). Texts that hold none of the needs cannot give a
+finding, so the rule set is not loaded for them and the redaction is the same.
+
+A need only ever widens what the pattern matches (so it is sound): the pattern's flags are
+dropped and the need is matched ignoring case; a class with a category (``\\w``) or a
+negation, ``.``, and anything of varying width end a run; look-arounds and anchors are left
+out. A rule whose need cannot be derived makes every text a candidate.
+
+The needs of the installed rule set are generated into :mod:`ledger.core.secret_needs_table`
+(``python -m ledger.core.secret_needs``, which loads the rules); that table is used only while
+the installed scanner is the version it was made from (a test checks it is up to date).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+import warnings
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from re import _constants as C  # type: ignore[attr-defined]
+from re import _parser as P  # type: ignore[attr-defined]
+from typing import Any
+
+DIST = "kingfisher-secret-scanner"
+#: Bits a position is worth: a letter or digit ignoring case is one of some 36 characters.
+_LITERAL_BITS = math.log2(36)
+_PRINTABLE = 95
+#: Rust's POSIX classes, which Python's parser reads as nested sets.
+_POSIX = {
+    "[:alnum:]": "0-9A-Za-z", "[:alpha:]": "A-Za-z", "[:digit:]": "0-9",
+    "[:xdigit:]": "0-9A-Fa-f", "[:upper:]": "A-Z", "[:lower:]": "a-z",
+}
+
+
+class _Vary(Exception):
+    """An item of varying width (or one not understood): a run of fixed items ends here."""
+
+
+#: One rule's needs: the words (letters and digits, case folded) of which a text that holds
+#: its first need holds at least one (empty: no such word), and the needs, all required.
+Entry = tuple[tuple[str, ...], tuple[str, ...]]
+
+
+@functools.cache
+def _regex(need: str) -> re.Pattern[str]:
+    return re.compile(need, re.IGNORECASE)
+
+
+def could_match(text: str, entries: Sequence[Entry] | None) -> bool:
+    """Whether ``text`` holds the needs of some rule (``None``: the needs are unknown, so
+    every text might). A rule's needs are searched for only in a text that holds one of its
+    words: a plain substring of the case-folded text (Kingfisher's ignoring of case folds
+    Unicode's ``K`` and ``ſ`` to ASCII, as :meth:`str.casefold` does), looked up by the
+    pairs of characters the text holds."""
+    if entries is None:
+        return True
+    folded = text.casefold()
+    if len(folded) <= _INDEXED_MAX:
+        wordless, by_pair = _index(entries)
+        chosen = set(wordless)
+        for pair in {folded[i : i + 2] for i in range(len(folded) - 1)} & by_pair.keys():
+            chosen.update(by_pair[pair])
+        entries = [entries[i] for i in sorted(chosen)]
+    return any(
+        (not words or any(w in folded for w in words))
+        and all(_regex(need).search(text) for need in needs)
+        for words, needs in entries
+    )
+
+
+#: Texts up to this long have their entries picked by the pairs of characters they hold; a
+#: longer text holds most pairs, and would pay for the picking for nothing.
+_INDEXED_MAX = 2048
+
+
+#: By the id of a table: the table (kept, so that its id is never another's), its entries
+#: with no word, and by the first two characters of each word the entries that have it.
+_INDEXES: dict[int, tuple[Sequence[Entry], tuple[int, ...], dict[str, list[int]]]] = {}
+
+
+def _index(entries: Sequence[Entry]) -> tuple[tuple[int, ...], dict[str, list[int]]]:
+    found = _INDEXES.get(id(entries))
+    if found is None:
+        by_pair: dict[str, list[int]] = {}
+        for i, (words, _needs) in enumerate(entries):
+            for word in words:
+                by_pair.setdefault(word[:2], []).append(i)
+        wordless = tuple(i for i, (words, _needs) in enumerate(entries) if not words)
+        found = _INDEXES[id(entries)] = (entries, wordless, by_pair)
+    return found[1], found[2]
+
+
+def installed_needs() -> tuple[Entry, ...] | None:
+    """The table's needs if it was made from the installed scanner, else ``None``."""
+    from ledger.core.installed import installed_version
+    from ledger.core.secret_needs_table import NEEDS, VERSION
+
+    return NEEDS if installed_version("kingfisher_sdk", DIST) == VERSION else None
+
+
+def words_of(need: str) -> tuple[str, ...]:
+    """Words one of which every match of ``need`` holds (case folded; empty if none)."""
+    return tuple(sorted(_words(list(P.parse(need))) or ()))
+
+
+def _words(items: list[tuple[Any, Any]]) -> set[str] | None:
+    best: set[str] | None = None
+    run = ""
+
+    def consider(found: set[str] | None) -> None:
+        nonlocal best
+        if found and (best is None or min(map(len, found)) > min(map(len, best))):
+            best = found
+
+    for op, av in [*items, (None, None)]:
+        if op is C.LITERAL and chr(av).isascii() and chr(av).isalnum():
+            run += chr(av).casefold()
+            continue
+        consider({run} if len(run) >= 2 else None)
+        run = ""
+        if op is C.SUBPATTERN:
+            consider(_words(list(av[3])))
+        elif op is C.BRANCH:
+            branches = [_words(list(b)) for b in av[1]]
+            if all(branches):
+                consider(set().union(*branches))  # type: ignore[arg-type]
+        elif op in (C.MAX_REPEAT, C.MIN_REPEAT) and av[0] >= 1:
+            consider(_words(list(av[2])))
+    return best
+
+
+#: How many of a pattern's needs are kept (all of them must be found): a keyword and the
+#: run the secret is made of (``token`` and 40 key characters) are rarer together than alone.
+KEPT = 2
+
+
+def need_of(pattern: str) -> tuple[str, ...] | None:
+    """Regular expressions every match of ``pattern`` (Kingfisher's Rust syntax) contains,
+    each, to be searched ignoring case, the rarest first; ``None`` if none can be derived."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a nested set or set operation: not understood
+            tree = P.parse(_python_syntax(pattern))
+    except (re.error, FutureWarning, ValueError, RecursionError):
+        return None
+    found: list[str] = []
+    for need in sorted(_candidates(list(tree)), key=_rarity, reverse=True):
+        if need[0] not in found:
+            found.append(need[0])
+    return tuple(found[:KEPT]) or None
+
+
+def _python_syntax(pattern: str) -> str:
+    if "(?-u" in pattern or "\\p" in pattern or "\\P" in pattern:
+        raise ValueError("byte or Unicode-property syntax")
+    for posix, ascii_range in _POSIX.items():
+        pattern = pattern.replace(posix, ascii_range)
+    pattern = pattern.replace("\\z", "\\Z").replace("(?<", "(?P<").replace("(?P<=", "(?<=")
+    pattern = pattern.replace("(?P<!", "(?<!")
+    verbose = pattern.startswith("(?x)")
+    pattern = re.sub(r"\(\?[imsU]+\)", "", pattern[4:] if verbose else pattern)
+    if re.search(r"\(\?[a-zA-Z]*x", pattern):
+        raise ValueError("a verbose flag inside the pattern")
+    return ("(?x)" if verbose else "") + pattern
+
+
+# A need is (regex, bits, literals): the regex, how rare a match of it is in random text
+# (higher: rarer), and how many literal letters and digits it holds at least.
+Need = tuple[str, float, int]
+#: A need with this many literal letters or digits beats any without: in ledger text, runs
+#: of token characters (ids, hashes, UUIDs) are common, and words (``heroku``, ``ghp``) rare.
+_LITERALS_FIRST = 2
+
+
+def _rarity(need: Need) -> tuple[bool, float]:
+    return need[2] >= _LITERALS_FIRST, need[1]
+
+
+def _sequence_need(items: list[tuple[Any, Any]]) -> Need | None:
+    """The best need of a sequence: the rarest of its fixed runs and of its parts' needs."""
+    return max(_candidates(items), key=_rarity, default=None)
+
+
+def _candidates(items: list[tuple[Any, Any]]) -> list[Need]:
+    """Every need of a sequence (a match holds each of them): its runs of fixed items, and
+    the needs of its items of varying width (all of theirs, for a group that must occur)."""
+    candidates: list[Need] = []
+    run: list[Need] = []
+
+    def close() -> None:
+        if run:
+            candidates.append(_joined(run))
+            run.clear()
+
+    for op, av in items:
+        if op in (C.AT, C.ASSERT, C.ASSERT_NOT):
+            continue  # zero width: leaving it out only widens the match
+        try:
+            run.append(_fixed(op, av))
+            continue
+        except _Vary:
+            pass
+        head, tail, inner = _varying(op, av)
+        if head is not None:
+            run.append(head)
+        close()
+        candidates += inner
+        if tail is not None:
+            run.append(tail)
+    close()
+    return candidates
+
+
+def _joined(parts: list[Need]) -> Need:
+    return "".join(p[0] for p in parts), sum(p[1] for p in parts), sum(p[2] for p in parts)
+
+
+def _varying(op: Any, av: Any) -> tuple[Need | None, Need | None, list[Need]]:
+    """An item of varying width: what it adds at the end of the run before it (``head``), at
+    the start of the run after it (``tail``), and its own needs (``inner``)."""
+    if op in (C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT):
+        low, _high, body = av
+        if low == 0:
+            return None, None, []
+        try:
+            regex, bits, literals = _fixed_sequence(list(body))
+        except _Vary:
+            return None, None, _candidates(list(body))
+        least = (f"(?:{regex}){{{low}}}", bits * low, literals * low)
+        return least, least, []
+    if op is C.SUBPATTERN:
+        return None, None, _candidates(list(av[3]))
+    if op is C.ATOMIC_GROUP:
+        return None, None, _candidates(list(av))
+    if op is C.BRANCH:
+        either = _either(_sequence_need(list(b)) for b in av[1])
+        return None, None, [] if either is None else [either]
+    return None, None, []
+
+
+def _either(needs: Iterable[Need | None]) -> Need | None:
+    """The need of an alternation: one of its branches' needs (none if a branch has none)."""
+    found = list(needs)
+    if not found or any(n is None for n in found):
+        return None
+    parts = [n for n in found if n is not None]
+    # Ignoring case, a text holding one of the branches holds the alternation of them.
+    return _alternation(parts)
+
+
+def _alternation(parts: list[Need]) -> Need:
+    regex = "(?:" + "|".join(p[0] for p in parts) + ")"
+    return regex, min(p[1] for p in parts), min(p[2] for p in parts)
+
+
+def _fixed_sequence(items: list[tuple[Any, Any]]) -> Need:
+    return _joined([_fixed(op, av) for op, av in items if op not in (C.AT, C.ASSERT, C.ASSERT_NOT)])
+
+
+def _fixed(op: Any, av: Any) -> Need:
+    """An item of one character, or of a fixed number of them (raises :class:`_Vary`)."""
+    if op is C.LITERAL and av <= 0x7F:
+        return re.escape(chr(av)), _LITERAL_BITS, int(chr(av).isalnum())
+    if op is C.IN:
+        return _class(av)
+    if op in (C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT) and av[0] == av[1]:
+        regex, bits, literals = _fixed_sequence(list(av[2]))
+        return f"(?:{regex}){{{av[0]}}}", bits * av[0], literals * av[0]
+    if op is C.SUBPATTERN:
+        regex, bits, literals = _fixed_sequence(list(av[3]))
+        return f"(?:{regex})", bits, literals
+    if op is C.BRANCH:
+        branches = [_fixed_sequence(list(b)) for b in av[1]]
+        widths = {_width(b[0]) for b in branches}
+        if len(widths) != 1 or None in widths:
+            raise _Vary
+        return _alternation(branches)
+    raise _Vary
+
+
+def _class(members: list[tuple[Any, Any]]) -> Need:
+    """A character class of ASCII literals and ranges; anything else (a category such as
+    ``\\w``, a negation, a character past ASCII, which a byte-wise engine may read as one byte
+    of a longer character) is not a fixed run: Rust's categories and Python's differ."""
+    chars: list[tuple[int, int]] = []
+    for op, av in members:
+        if op is C.LITERAL:
+            chars.append((av, av))
+        elif op is C.RANGE:
+            chars.append(av)
+        else:
+            raise _Vary
+    body = "".join(
+        re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}"
+        for a, b in chars
+    )
+    if any(b > 0x7F for _a, b in chars):
+        raise _Vary
+    size = sum(b - a + 1 for a, b in chars)
+    return f"[{body}]", max(0.0, math.log2(_PRINTABLE / max(size, 1))), 0
+
+
+def _width(regex: str) -> int | None:
+    """The width of a fixed need (each of its alternatives alike), or None."""
+    try:
+        low, high = P.parse(regex).getwidth()
+    except re.error:
+        return None
+    return low if low == high else None
+
+
+def generate() -> str:
+    """The text of :mod:`ledger.core.secret_needs_table` for the installed rule set."""
+    from importlib.metadata import version
+
+    from kingfisher_sdk import Rules
+
+    from ledger.core.secret_rules import CONFIDENCE
+
+    rules = Rules(confidence=CONFIDENCE)
+    needs = {need_of(rules.detail(m["id"])["pattern"]) for m in rules.metadata()}
+    lines = [
+        '"""Generated by ``python -m ledger.core.secret_needs``: do not edit."""',
+        "# ruff: noqa: E501",
+        "",
+        f"VERSION = {version(DIST)!r}",
+    ]
+    if None in needs:  # a rule has no need: every text is a candidate
+        lines.append("NEEDS = None")
+    else:
+        entries = sorted((words_of(n[0]), n) for n in needs if n is not None)
+        lines += ["NEEDS = ("] + [f"    ({w!r}, {n!r})," for w, n in entries] + [")"]
+    return "\n".join(lines) + "\n"
+
+if __name__ == "__main__":
+    Path(__file__).with_name("secret_needs_table.py").write_text(generate(), encoding="utf-8")

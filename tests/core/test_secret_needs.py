@@ -1,0 +1,131 @@
+"""What a text must hold before the rule set is loaded: sound for every rule, cheap for ids."""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ledger.core import secret_needs, secret_rules
+from ledger.core.secret_needs import could_match, installed_needs, need_of, words_of
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@functools.cache
+def rules() -> dict[str, str]:
+    """Every rule's pattern (loads the rule set once for this module)."""
+    from kingfisher_sdk import Rules
+
+    book = Rules(confidence=secret_rules.CONFIDENCE)
+    return {m["id"]: book.detail(m["id"])["pattern"] for m in book.metadata()}
+
+
+def python_pattern(pattern: str) -> re.Pattern[str] | None:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            return re.compile(secret_needs._python_syntax(pattern), re.IGNORECASE)
+    except (re.error, FutureWarning, ValueError):
+        return None
+
+
+@pytest.mark.parametrize(
+    ("pattern", "needs", "words"),
+    [
+        ("ghp_[0-9a-zA-Z]{36}", ("ghp_(?:[0-9a-zA-Z]){36}",), ("ghp",)),
+        # A keyword beats a longer run of a class (ids are runs of classes), and both are kept.
+        (r"(?i)(?:heroku)(?:[ \t\w.-]{0,20})=([0-9a-f]{8}-[0-9a-f]{4})",
+         ("heroku", r"=(?:(?:[0-9a-f]){8}\-(?:[0-9a-f]){4})"), ("heroku",)),
+        # An alternation's need: one of its branches (its common head factored out).
+        (r"\b((?:A3T[A-Z0-9]|AKIA|ASIA)[A-Z2-7]{16})\b",
+         ("(?:A(?:3T[A-Z0-9]|KIA|SIA)(?:[A-Z2-7]){16})",), ("3t", "kia", "sia")),
+        ("(?:ghu|ghs)_[0-9a-zA-Z]{36}", ("gh[us]_(?:[0-9a-zA-Z]){36}",), ("gh",)),
+        # A repeat of varying width ends a run, and its least count starts the next one.
+        (r"[a-f0-9]{32,40}\.x", (r"(?:[a-f0-9]){32}\.x", "(?:[a-f0-9]){32}"), ()),
+        (r"pat[[:alnum:]]{14}\.", (r"pat(?:[0-9A-Za-z]){14}\.",), ("pat",)),
+        # A class or literal past ASCII is no part of a run (a byte-wise engine may match one
+        # byte of a longer character there).
+        (r"[\x00-\xff]abc[a-z]{30}", ("abc(?:[a-z]){30}",), ("abc",)),
+        ("éabc[a-z]{3}", ("abc(?:[a-z]){3}",), ("abc",)),
+        # Not understood: no need, so every text is a candidate.
+        (r"\p{L}{30}", None, None),
+    ],
+)
+def test_need_of(
+    pattern: str, needs: tuple[str, ...] | None, words: tuple[str, ...] | None
+) -> None:
+    found = need_of(pattern)
+    assert found == needs
+    assert (words_of(found[0]) if found is not None else None) == words
+
+
+def test_the_table_is_made_from_the_installed_rule_set() -> None:
+    table = ROOT / "ledger/core/secret_needs_table.py"
+    assert table.read_text(encoding="utf-8") == secret_needs.generate(), (
+        "run: python -m ledger.core.secret_needs"
+    )
+    assert installed_needs() is not None
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_every_text_a_rule_matches_holds_its_need(data: st.DataObject) -> None:
+    """Texts a rule's pattern matches (drawn from the pattern, with text around them) pass
+    :func:`could_match`; those Kingfisher itself finds a secret in, in particular."""
+    rule = data.draw(st.sampled_from(sorted(rules())))
+    compiled = python_pattern(rules()[rule])
+    assert compiled is not None, rule  # every rule of this rule set is understood
+    text = data.draw(st.from_regex(compiled, fullmatch=False), label=rule)
+    assert could_match(text, installed_needs()), (rule, text)
+
+
+def test_every_rule_has_a_need() -> None:
+    assert [rule for rule, pattern in rules().items() if need_of(pattern) is None] == []
+
+
+NO_CANDIDATE = [
+    "258c7280-ae70-4798-800f-63464d01a85d",
+    "/home/me/.claude/projects/-home-me-proj/258c7280-ae70-4798-800f-63464d01a85d.jsonl",
+    "toolu_01ABCdefGHIjklMNOpqrSTUvwx msg_014JNhngjN2p7S7sWot8tf58 5c945e1bf142aeaf5c945e1bf142",
+    "claude-code-subagent-sidechain consecutive_tool_errors",
+    json.dumps({"id": "258c7280-ae70-4798-800f-63464d01a85d", "steps": 12, "cost": 0.5}),
+]
+
+
+def _rules_loaded_after(texts: list[str]) -> bool:
+    """Whether redacting ``texts`` in a fresh process loads the rule set."""
+    code = (
+        "import json, sys\n"
+        "from ledger.core.redact import redact\n"
+        "from ledger.core import secret_rules\n"
+        "for t in json.loads(sys.stdin.read()): redact(t)\n"
+        "print(json.dumps(['kingfisher_sdk' in sys.modules,"
+        " secret_rules._scanner.cache_info().currsize]))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], input=json.dumps(texts), capture_output=True, text=True,
+        check=True,
+    )
+    imported, loaded = json.loads(out.stdout)
+    return bool(imported or loaded)
+
+
+def test_text_with_no_candidate_never_loads_the_rules() -> None:
+    assert not _rules_loaded_after(NO_CANDIDATE)
+
+
+def test_text_with_a_candidate_loads_them() -> None:
+    assert _rules_loaded_after(["heroku: 8463c716-a2ea-4c14-9efa-87158ebd9f20"])
+
+
+def test_an_unknown_rule_set_makes_every_text_a_candidate() -> None:
+    assert could_match("258c7280-ae70-4798-800f-63464d01a85d", None)

@@ -1,0 +1,143 @@
+"""The light hook entry (``agent-ledger-hook``) and the prices it remembers between calls."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ledger.cli.options import make_options
+from ledger.config.prices import library_book
+from ledger.live.hook import HookInputError
+from ledger.live.hook_main import Arguments, main, options_for, parse
+from ledger.live.hook_prices import RememberedPrices
+from tests.helpers import REAL_LOGS, rows
+
+SOURCE = REAL_LOGS / "01_claude_code_main_session_short_v2.1.38.jsonl"
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["claude-code"], Arguments()),
+        (["claude-code", "--db", "/x.db", "--fail-open"], Arguments(db="/x.db", fail_open=True)),
+        (["--db=/x.db", "--budget", "max_steps=3", "--budget=max_writes=off"],
+         Arguments(db="/x.db", budget_pairs=["max_steps=3", "max_writes=off"])),
+        (["claude-code", "--budget-file", "b.toml", "--prices", "p.toml", "--vendor-map", "v"],
+         Arguments(budget_file="b.toml", prices="p.toml", vendor_map="v")),
+    ],
+)
+def test_parse(argv: list[str], expected: Arguments) -> None:
+    assert parse(argv) == expected
+
+
+@pytest.mark.parametrize("argv", [["--verbose"], ["--db"], ["claude-code", "--budget"]])
+def test_a_bad_argument_is_refused(argv: list[str]) -> None:
+    with pytest.raises(HookInputError):
+        parse(argv)
+
+
+def _main(argv: list[str], stdin: bytes, monkeypatch: pytest.MonkeyPatch) -> str:
+    out = io.StringIO()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin)))
+    monkeypatch.setattr(sys, "stdout", out)
+    main(argv)
+    return out.getvalue()
+
+
+def test_a_bad_argument_fails_closed_or_open(monkeypatch: pytest.MonkeyPatch) -> None:
+    denied = json.loads(_main(["claude-code", "--bogus"], b"{}", monkeypatch))
+    assert denied["hookSpecificOutput"]["permissionDecision"] == "deny"
+    reason = denied["hookSpecificOutput"]["permissionDecisionReason"]
+    assert "unknown argument '--bogus'" in reason
+    assert _main(["claude-code", "--bogus", "--fail-open"], b"{}", monkeypatch) == ""
+
+
+def test_folds_under_the_options_the_command_line_makes(tmp_path: Path) -> None:
+    budget = tmp_path / "b.toml"
+    budget.write_text("max_steps = 40\n[task_classes]\n'*/x' = 'x'\n")
+    for found in (None, str(budget)):
+        light = options_for(["max_writes=3"], None, None)(found)
+        full = make_options(("max_writes=3",), found, None)
+        assert light.fold_digest == full.fold_digest
+        assert light.budget == full.budget
+
+
+def test_a_bad_budget_file_is_a_hook_input_error(tmp_path: Path) -> None:
+    budget = tmp_path / "b.toml"
+    budget.write_text("max_steps = 'many'\n")
+    with pytest.raises(HookInputError, match="max_steps"):
+        options_for([], None, None)(str(budget))
+
+
+def _call(transcript: Path) -> dict[str, Any]:
+    for raw in reversed(transcript.read_bytes().splitlines()):
+        obj = json.loads(raw)
+        for block in (obj.get("message") or {}).get("content") or []:
+            if isinstance(block, dict) and block.get("type") == "tool_use":
+                return {"hook_event_name": "PreToolUse", "session_id": obj["sessionId"],
+                        "transcript_path": str(transcript), "cwd": obj.get("cwd"),
+                        "tool_name": block["name"], "tool_input": block["input"],
+                        "tool_use_id": block["id"]}
+    raise AssertionError("no tool call")
+
+
+LOADED = (
+    "import sys\n"
+    "from ledger.live.hook_main import main\n"
+    "main(sys.argv[1:])\n"
+    "heavy = ('click', 'kingfisher_sdk', 'sqlite_utils', 'genai_prices', 'ledger.cli')\n"
+    "print(sorted(m for m in heavy if m in sys.modules), file=sys.stderr)\n"
+)
+
+
+def test_a_plain_call_imports_only_what_the_hook_needs(tmp_path: Path) -> None:
+    """No command line, no secret scanner, no sqlite-utils; the price library only until its
+    answers are remembered (the first call)."""
+    transcript, db = tmp_path / "t.jsonl", tmp_path / "l.db"
+    transcript.write_bytes(SOURCE.read_bytes())
+    stdin = json.dumps(_call(transcript)).encode()
+    argv = [sys.executable, "-c", LOADED, "claude-code", "--db", str(db),
+            "--budget=max_steps=off", "--budget=max_seconds=off", "--budget=max_writes=off"]
+    loaded = []
+    for _ in range(2):
+        done = subprocess.run(argv, input=stdin, capture_output=True, check=True)
+        last = done.stderr.decode().strip().splitlines()[-1]
+        loaded.append(json.loads(last.replace("'", '"')))
+    # the first call made the database (with sqlite-utils, which imports click)
+    assert "kingfisher_sdk" not in loaded[0] and "ledger.cli" not in loaded[0]
+    assert loaded[1] == []
+    assert [r["decision"] for r in rows(db, "select decision from hook_decisions")] == [
+        "allow", "allow"]
+
+
+def test_remembered_prices_are_the_librarys(tmp_path: Path) -> None:
+    book = library_book()
+    path = tmp_path / "prices.json"
+    asked = [("claude-opus-4-6", 1770845575.5), ("claude-opus-4-6", 1770845575.5 + 86_400 * 30),
+             ("claude-sonnet-4-5-20250929", None), ("no-such-model", 1770845575.5)]
+    first = RememberedPrices(book, path)
+    assert [first.book.rates(m, at) for m, at in asked] == [book.rates(m, at) for m, at in asked]
+    first.save()
+
+    def never(model: str, at: float | None) -> Any:
+        raise AssertionError(f"asked the library for {model}")
+
+    again = RememberedPrices(book, path)
+    again.library = never
+    assert [again.lookup(m, at) for m, at in asked] == [book.lookup(m, at) for m, at in asked]
+    assert not again.changed
+
+
+def test_remembered_prices_of_another_version_are_forgotten(tmp_path: Path) -> None:
+    path = tmp_path / "prices.json"
+    path.write_text(json.dumps({"version": "0.0.1", "models": {"m": {"by_time_of_day": False,
+                                                                     "days": {"1": None}}}}))
+    assert RememberedPrices(library_book(), path).models == {}
+    path.write_text("not json")
+    assert RememberedPrices(library_book(), path).models == {}
