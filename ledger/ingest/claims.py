@@ -48,7 +48,7 @@ def claim(
     file to read again from the start) before its row is made again."""
     digest = options.fold_digest
     names = names_of(info.path)
-    known = sources.sources_like(conn, names, info.fingerprint or "")
+    known = ours(sources.sources_like(conn, names, info.fingerprint or ""), options.host)
     here = [s for s in known if s["path"] in names]
     same = [s for s in here if s["fingerprint"] == info.fingerprint]
     if not same:
@@ -94,7 +94,7 @@ def plan(conn: sqlite3.Connection, files: list[Path], options: Options) -> list[
             continue
         if info.dialect is None or info.fingerprint is None:
             continue
-        if sources.sources_like(conn, names_of(path), info.fingerprint):
+        if ours(sources.sources_like(conn, names_of(path), info.fingerprint), options.host):
             continue
         base = info.fingerprint[:12]
         ids = taken.setdefault(base, sources.source_ids_from(conn, base))
@@ -110,6 +110,14 @@ class PlannedSource:
     source_id: str
     info: FileInfo
     task_class: str
+
+
+def ours(known: list[dict[str, Any]], host: str) -> list[dict[str, Any]]:
+    """The sources this host may continue, move or replace: its own, and those with no host
+    (made before hosts were recorded). Another host's source (merged in by ``merge``) is never
+    taken for a local file, even at the same path or with the same first line: a local copy
+    becomes a source of its own, and its records fold once by their keys."""
+    return [s for s in known if s.get("host") in (None, host)]
 
 
 def replaced(current: dict[str, Any] | None, source: dict[str, Any]) -> bool:

@@ -352,3 +352,29 @@ def test_ids_never_collide_and_are_found_again(merges: list[dict[str, str]]) -> 
         given_names.append(names)
     for hosts, names in zip(merges, given_names, strict=True):
         assert merge._map_ids(conn, hosts, merge._SOURCE_HOST) == names
+
+
+def test_an_ingest_into_a_merged_database_leaves_the_other_hosts_sources_alone(
+    tmp_path: Path,
+) -> None:
+    """host-b's source of a file starts with the same line as a local file of host-a that goes
+    on differently: host-a's ingest makes a source of its own, never forgets or moves
+    host-b's (which a lookup by first line alone would take for a moved copy)."""
+    theirs = tmp_path / "b" / "spans.jsonl"
+    theirs.parent.mkdir()
+    theirs.write_bytes(SPANS.read_bytes())
+    host_b = tmp_path / "host-b.db"
+    ingest(host_b, [theirs], Options(host="host-b"))
+    target = tmp_path / "merged.db"
+    merge_into(target, [host_b])
+    before = query(target, "select source_id, host, path, offset from sources order by 1")
+    theirs.unlink()  # gone here: as on host-b's machine, seen from host-a's
+    first, *rest = SPANS.read_bytes().splitlines(keepends=True)
+    mine = tmp_path / "a" / "spans.jsonl"
+    mine.parent.mkdir()
+    mine.write_bytes(first + rest[-1])
+    summary = ingest(target, [mine], Options(host="host-a"))
+    assert summary.new_files == 1
+    after = query(target, "select source_id, host, path, offset from sources order by 1")
+    assert [row for row in after if row[1] == "host-b"] == before
+    assert [row[1:3] for row in after if row[1] == "host-a"] == [("host-a", str(mine))]
