@@ -20,7 +20,7 @@ from ledger.core.events import METERS, ROUND, TOKEN_METERS, Event, meters_of
 from ledger.core.pricing import PriceBook, price_event
 from ledger.core.reasons import CONTINUE, StopReason
 from ledger.core.task_classes import TaskClasses
-from ledger.core.vendors import classify
+from ledger.core.vendors import TOOL_ERROR_STOPS, classify
 from ledger.formats.seed_dialects import DIALECTS, TRACE
 from ledger.formats.seed_dialects import GATE as GATE_DIALECT
 
@@ -277,6 +277,8 @@ class Fold:
             if session.t0 is None:
                 session.t0 = event.at
             event.elapsed_s = round(event.at - session.t0, 3)
+        if event.tool_error is None and event.vendor_stop in TOOL_ERROR_STOPS:
+            event.tool_error = True  # an invalid tool call: fails closed, and a tool error
         model = event.model  # as logged (a continuation of a round names none)
         if event.action == ROUND and not event.same_round:
             session.round_model = model
