@@ -122,6 +122,12 @@ class Session:
     #: are in several files), and the keys of its last records (see ledger/ingest/source.py).
     sources: list[str] = field(default_factory=list)
     recent: dict[str, int] = field(default_factory=dict)  # insertion-ordered, oldest first
+    #: The record keys of its first and its last event folded, and how many events with a
+    #: key it holds: a file continues the session exactly only where it has read just these,
+    #: once each (see ledger/ingest/source.py).
+    first_key: str | None = None
+    last_key: str | None = None
+    keyed: int = 0
     #: The model of the round now open: its continuations are priced at it.
     round_model: str | None = None
 
