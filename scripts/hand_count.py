@@ -17,7 +17,13 @@ from the files, not from the importers' code:
   "the user said:": ``user_cancel``), cleared by a later prompt (a new turn); a file with no
   turn end has none.
 * Codex: a round is a model response: a run of model output items (``reasoning``, an
-  assistant ``message``, a tool call) up to the next input (a tool output or a user message);
+  assistant ``message``, a tool call) up to the next input (a tool output, or a user
+  message: a ``user``/``developer`` ``message`` item or a ``user_message`` event). Builds that
+  persist the prompt only as the ``user_message`` event (the Codex Desktop rollout
+  ``cx_codemie__…019e1695``: 3 prompts, no user ``message`` item) would otherwise run the
+  answer to one prompt and the response to the next into one round: there the model is
+  called again for each prompt (the next output follows a new prompt, 50 minutes later), so
+  that rollout has 20 responses, not 18;
   a tool call is each ``function_call``, ``custom_tool_call``, ``local_shell_call`` and
   ``web_search_call``; the file-edit writes are the ``apply_patch`` calls; the stop is the last
   ``task_complete`` (``task_complete``) or ``turn_aborted`` (``interrupted``/``replaced``:
@@ -125,7 +131,9 @@ def codex(path: Path) -> dict[str, Any]:
                 calls += 1
                 patches += payload.get("name") == "apply_patch"
         elif kind == "event_msg":
-            if item == "task_started":
+            if item == "user_message":
+                in_response = False  # a prompt: input for the next response
+            elif item == "task_started":
                 stop = None
             elif item == "task_complete":
                 stop = "task_complete"

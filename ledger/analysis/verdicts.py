@@ -33,6 +33,7 @@ from ledger.core.budget import GATE, LOOP
 from ledger.core.events import METERS
 from ledger.core.fold import families_for
 from ledger.core.reasons import DECISIONS, StopReason
+from ledger.core.vendors import fails_closed_on_purpose
 
 Row = Mapping[str, Any]
 
@@ -404,6 +405,14 @@ def coverage(task_class: str, groups: Sequence[Group]) -> list[Coverage]:
     return sorted(found.values(), key=lambda c: RULES.index(c.rule))
 
 
+def _vendor_listed(raw: str, times: int) -> str:
+    """A vendor stop string of a reason, saying when it is a real string the built-in map
+    fails closed on purpose (not one nobody has seen)."""
+    source = fails_closed_on_purpose(raw)
+    known = f" (a known {source} string that fails closed on purpose)" if source else ""
+    return f"{raw!r} x{times}{known}"
+
+
 def _examples(ids: Sequence[str], total: int, limit: int = EXAMPLES) -> str:
     """The first ``limit`` of ``total`` session ids, and how many more there are."""
     shown = ", ".join(ids[:limit])
@@ -483,7 +492,7 @@ def judge(
     reasons: list[tuple[str, str]] = []
     if strings:
         ids = sorted({u["session_id"] for u in unknown})
-        listed = ", ".join(f"{k!r} x{n}" for k, n in sorted(strings.items()))
+        listed = ", ".join(_vendor_listed(k, n) for k, n in sorted(strings.items()))
         reasons.append((UNKNOWN_VENDOR, (
             f"unknown vendor stops: {listed} in {count_noun(len(ids), 'session')} "
             f"({_examples(ids, len(ids))}); map each in a --vendor-map file once you know "
@@ -569,6 +578,14 @@ def _rule_name(rule: Rule) -> str:
     if rule.reason.value == rule.cap:
         return rule.cap
     return f"{rule.cap} ({rule.reason.value})"
+
+
+def _vendor_listed(raw: str, times: int) -> str:
+    """A vendor stop string of a reason, saying when it is a real string the built-in map
+    fails closed on purpose (not one nobody has seen)."""
+    source = fails_closed_on_purpose(raw)
+    known = f" (a known {source} string that fails closed on purpose)" if source else ""
+    return f"{raw!r} x{times}{known}"
 
 
 def count_noun(n: int, noun: str) -> str:

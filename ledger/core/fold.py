@@ -20,7 +20,7 @@ from ledger.core.events import METERS, ROUND, TOKEN_METERS, Event, meters_of
 from ledger.core.pricing import PriceBook, price_event
 from ledger.core.reasons import CONTINUE, StopReason
 from ledger.core.task_classes import TaskClasses
-from ledger.core.vendors import classify
+from ledger.core.vendors import TOOL_ERROR_STOPS, classify
 from ledger.formats.seed_dialects import DIALECTS, TRACE
 from ledger.formats.seed_dialects import GATE as GATE_DIALECT
 
@@ -122,6 +122,12 @@ class Session:
     #: are in several files), and the keys of its last records (see ledger/ingest/source.py).
     sources: list[str] = field(default_factory=list)
     recent: dict[str, int] = field(default_factory=dict)  # insertion-ordered, oldest first
+    #: The record keys of its first and its last event folded, and how many events with a
+    #: key it holds: a file continues the session exactly only where it has read just these,
+    #: once each (see ledger/ingest/source.py).
+    first_key: str | None = None
+    last_key: str | None = None
+    keyed: int = 0
     #: The model of the round now open: its continuations are priced at it.
     round_model: str | None = None
 
@@ -277,6 +283,8 @@ class Fold:
             if session.t0 is None:
                 session.t0 = event.at
             event.elapsed_s = round(event.at - session.t0, 3)
+        if event.tool_error is None and event.vendor_stop in TOOL_ERROR_STOPS:
+            event.tool_error = True  # an invalid tool call: fails closed, and a tool error
         model = event.model  # as logged (a continuation of a round names none)
         if event.action == ROUND and not event.same_round:
             session.round_model = model

@@ -40,7 +40,11 @@ that is the importer's job, before it calls :func:`classify`:
 * OpenAI Responses ``status: "completed"`` with ``function_call`` items in ``output`` means the
   model wants tools: a continue.
 
-Decisions on strings left UNMAPPED on purpose (they classify as ``unknown_vendor``):
+Real strings that fail closed ON PURPOSE are in the map too, mapped to ``unknown_vendor``
+(:data:`FAILS_CLOSED`), each in its vendor's group with that group's source. They classify
+exactly as a string never seen does, but the map knows them: the verdicts and the dashboard
+say "a known vendor string that fails closed on purpose" (:func:`fails_closed_on_purpose`)
+instead of asking for a map entry, and a user's TOML file can still map them. Which and why:
 
 * ``stop_sequence`` (Anthropic, Bedrock): it is a completion only when the sequence is a success
   sentinel the user declared, which this module cannot know, and Claude Code uses it for
@@ -51,10 +55,14 @@ Decisions on strings left UNMAPPED on purpose (they classify as ``unknown_vendor
   ``model_error``, ``prompt_too_long``, ...; Codex ``contextWindowExceeded``; the generic
   ``error``) and the account's plan limit (Codex ``usageLimitExceeded``: a rate limit of the
   subscription, not this session's budget).
-* Money caps (Claude Agent SDK ``error_max_budget_usd`` and ``budget_exhausted``, Codex
-  ``budget_limited`` and ``sessionBudgetExceeded``, LiteLLM's ``BudgetExceededError``) are
-  ``max_cost``: the vendor stopped the loop at its own ``max_budget_usd`` / ``max_budget``.
-  :data:`KNOWN_UNMAPPED` lists the strings left out, with a note, for audits and the docs.
+* Not among them: money caps (Claude Agent SDK ``error_max_budget_usd`` and
+  ``budget_exhausted``, Codex ``budget_limited`` and ``sessionBudgetExceeded``, LiteLLM's
+  ``BudgetExceededError``) are ``max_cost``: the vendor stopped the loop at its own
+  ``max_budget_usd`` / ``max_budget``.
+
+The strings that report an invalid tool call the model made (Gemini ``MALFORMED_FUNCTION_CALL``
+and ``UNEXPECTED_TOOL_CALL``, Bedrock ``malformed_tool_use``: :data:`TOOL_ERROR_STOPS`) fail
+closed and are also a tool error: the fold counts them toward ``max_consecutive_tool_errors``.
 
 Vendor map files (TOML) extend or override the default map; see
 :func:`ledger.config.vendor_map.load_vendor_map`. To take
@@ -74,11 +82,13 @@ from ledger.core.reasons import CONTINUE, SEED_VENDOR_MAP, StopReason
 
 __all__ = [
     "DEFAULT_VENDOR_MAP",
-    "KNOWN_UNMAPPED",
+    "FAILS_CLOSED",
+    "TOOL_ERROR_STOPS",
     "VENDOR_SOURCES",
     "VendorMap",
     "VendorMapError",
     "classify",
+    "fails_closed_on_purpose",
     "vendor_map_entry",
 ]
 
@@ -107,6 +117,7 @@ _TOKENS = StopReason.MAX_OUTPUT_TOKENS.value
 _CANCEL = StopReason.USER_CANCEL.value
 _TOOL_ERRORS = StopReason.TOOL_ERROR_BUDGET.value
 _COST = StopReason.MAX_COST.value
+_FAIL = StopReason.UNKNOWN_VENDOR.value  # a known string that fails closed on purpose
 
 _GROUPS: tuple[tuple[str, dict[str, str]], ...] = (
     # Seed 000 (the migration-diary article), exactly as ledger.core.reasons has it.
@@ -114,8 +125,7 @@ _GROUPS: tuple[tuple[str, dict[str, str]], ...] = (
     # Anthropic Messages API stop_reason: anthropics/anthropic-sdk-python
     # src/anthropic/types/stop_reason.py (end_turn, max_tokens, stop_sequence, tool_use,
     # pause_turn, refusal, model_context_window_exceeded); platform.claude.com
-    # handling-stop-reasons. Unmapped: stop_sequence (success only for a declared sentinel),
-    # refusal (the model declined: no reason fits).
+    # handling-stop-reasons.
     (
         "Anthropic Messages API stop_reason",
         {
@@ -124,6 +134,10 @@ _GROUPS: tuple[tuple[str, dict[str, str]], ...] = (
             "tool_use": CONTINUE,
             "pause_turn": CONTINUE,  # server-tool loop paused; resend to continue
             "model_context_window_exceeded": _TOKENS,  # truncation class
+            # a success only for a sentinel the user declared; Claude Code also writes it on
+            # its synthetic API-error lines
+            "stop_sequence": _FAIL,
+            "refusal": _FAIL,  # the model declined (read stop_details): no reason fits
         },
     ),
     # Anthropic beta stop_reason "compaction": anthropics/anthropic-sdk-typescript
@@ -134,7 +148,6 @@ _GROUPS: tuple[tuple[str, dict[str, str]], ...] = (
     # OpenAI Chat Completions choices[].finish_reason: openai/openai-python
     # src/openai/types/chat/chat_completion.py, Choice.finish_reason Literal["stop", "length",
     # "tool_calls", "content_filter", "function_call"]. "length" is already in the seed.
-    # Unmapped: content_filter.
     (
         "OpenAI Chat Completions finish_reason",
         {
@@ -142,21 +155,25 @@ _GROUPS: tuple[tuple[str, dict[str, str]], ...] = (
             "length": _TOKENS,
             "tool_calls": CONTINUE,
             "function_call": CONTINUE,  # deprecated single-function variant
+            "content_filter": _FAIL,  # content omitted by the filter
         },
     ),
     # OpenAI Responses API incomplete_details.reason: openai/openai-python
     # src/openai/types/responses/response.py, IncompleteDetails.reason
-    # Literal["max_output_tokens", "content_filter"]. Unmapped: content_filter.
+    # Literal["max_output_tokens", "content_filter"]; newer generated clients add max_messages
+    # and steered (docs.rs openai-client-base 0.16.0), not yet documented: they fail closed.
     (
         "OpenAI Responses incomplete_details.reason",
         {
             "max_output_tokens": _TOKENS,
+            "content_filter": _FAIL,
+            "max_messages": _FAIL,
+            "steered": _FAIL,
         },
     ),
     # OpenAI Responses API status: src/openai/types/responses/response_status.py.
     # "completed" and "cancelled" agree with the seed. "completed" with function_call items in
-    # output is a continue: the importer checks that. Unmapped: failed, incomplete (read
-    # incomplete_details.reason instead).
+    # output is a continue: the importer checks that.
     (
         "OpenAI Responses status",
         {
@@ -164,6 +181,8 @@ _GROUPS: tuple[tuple[str, dict[str, str]], ...] = (
             "cancelled": _CANCEL,
             "in_progress": CONTINUE,
             "queued": CONTINUE,
+            "failed": _FAIL,  # generation failed (error.code: an API error)
+            "incomplete": _FAIL,  # the reason is in incomplete_details.reason
         },
     ),
     # Google Gemini candidates[].finishReason: googleapis/python-genai google/genai/types.py,
@@ -171,23 +190,43 @@ _GROUPS: tuple[tuple[str, dict[str, str]], ...] = (
     # PROHIBITED_CONTENT, SPII, MALFORMED_FUNCTION_CALL, IMAGE_SAFETY, UNEXPECTED_TOOL_CALL,
     # TOO_MANY_TOOL_CALLS, IMAGE_PROHIBITED_CONTENT, NO_IMAGE, IMAGE_RECITATION, IMAGE_OTHER,
     # FINISH_REASON_UNSPECIFIED). STOP with functionCall parts is a continue: the importer
-    # checks that. Unmapped: the policy values, MALFORMED_FUNCTION_CALL and UNEXPECTED_TOOL_CALL
-    # (an invalid call the model made: not a success, no cap reached), OTHER, the image values
-    # (see KNOWN_UNMAPPED).
+    # checks that. UNEXPECTED_TOOL_CALL was added 2025-05-30, TOO_MANY_TOOL_CALLS 2026-08-05.
     (
         "Google Gemini finishReason",
         {
             "STOP": _TC,
             "MAX_TOKENS": _TOKENS,
             "TOO_MANY_TOOL_CALLS": _TOOLS,  # vendor-side tool cap
+            # "The function call generated by the model is invalid." (+ a tool error)
+            "MALFORMED_FUNCTION_CALL": _FAIL,
+            # "The tool call generated by the model is invalid." (+ a tool error)
+            "UNEXPECTED_TOOL_CALL": _FAIL,
+            # content and policy blocks
+            "SAFETY": _FAIL,
+            "RECITATION": _FAIL,
+            "LANGUAGE": _FAIL,
+            "BLOCKLIST": _FAIL,
+            "PROHIBITED_CONTENT": _FAIL,
+            "SPII": _FAIL,
+            "IMAGE_SAFETY": _FAIL,
+            "IMAGE_PROHIBITED_CONTENT": _FAIL,
+            "IMAGE_RECITATION": _FAIL,
+            "IMAGE_OTHER": _FAIL,  # image generation stopped, other reason
+            "NO_IMAGE": _FAIL,  # no image generated
+            "OTHER": _FAIL,
+            "FINISH_REASON_UNSPECIFIED": _FAIL,  # unset
         },
+    ),
+    # Gemini finishReason values seen in third-party mappers (litellm, langchaingo), not in
+    # the python-genai enum at the notes' snapshot.
+    (
+        "Gemini finishReason, third-party mappers",
+        {"MISSING_THOUGHT_SIGNATURE": _FAIL, "MALFORMED_RESPONSE": _FAIL, "MODEL_ARMOR": _FAIL},
     ),
     # AWS Bedrock Converse stopReason: docs.aws.amazon.com/bedrock/latest/APIReference/
     # API_runtime_MessageStopEvent.html, "Valid Values: end_turn | tool_use | max_tokens |
     # stop_sequence | guardrail_intervened | content_filtered | malformed_model_output |
     # malformed_tool_use | model_context_window_exceeded" (the ja_jp/de_de pages list all nine).
-    # Unmapped: stop_sequence, guardrail_intervened, content_filtered, malformed_model_output,
-    # malformed_tool_use.
     (
         "AWS Bedrock Converse stopReason",
         {
@@ -195,6 +234,11 @@ _GROUPS: tuple[tuple[str, dict[str, str]], ...] = (
             "tool_use": CONTINUE,
             "max_tokens": _TOKENS,
             "model_context_window_exceeded": _TOKENS,
+            "stop_sequence": _FAIL,  # a success only for a declared sentinel
+            "guardrail_intervened": _FAIL,
+            "content_filtered": _FAIL,
+            "malformed_model_output": _FAIL,
+            "malformed_tool_use": _FAIL,  # (+ a tool error)
         },
     ),
     # Claude Agent SDK result subtype: anthropics/claude-agent-sdk-python
@@ -202,13 +246,14 @@ _GROUPS: tuple[tuple[str, dict[str, str]], ...] = (
     # error_max_turns, error_max_budget_usd, error_max_structured_output_retries); code.claude.com
     # docs/en/agent-sdk/typescript SDKResultMessage. "success" counts only when is_error is false:
     # the importer checks that; error_max_budget_usd is its max_budget_usd option's stop.
-    # Unmapped: error_during_execution, error_max_structured_output_retries.
     (
         "Claude Agent SDK result subtype",
         {
             "success": _TC,
             "error_max_turns": _ROUNDS,
             "error_max_budget_usd": _COST,
+            "error_during_execution": _FAIL,  # a runtime error
+            "error_max_structured_output_retries": _FAIL,  # retries exhausted
         },
     ),
     # Claude Agent SDK terminal_reason: code.claude.com docs/en/agent-sdk/typescript,
@@ -217,7 +262,8 @@ _GROUPS: tuple[tuple[str, dict[str, str]], ...] = (
     # blocking_limit, rapid_refill_breaker, prompt_too_long, image_error, model_error,
     # api_error, malformed_tool_use_exhausted, budget_exhausted,
     # structured_output_retry_exhausted, tool_deferred_unavailable, turn_setup_failed" (TS
-    # sdk.d.ts TerminalReason). Unmapped: the hook stops and the failures (see KNOWN_UNMAPPED).
+    # sdk.d.ts TerminalReason). The hook stops and the failures fail closed: no cap was
+    # reached and none of them is a success.
     (
         "Claude Agent SDK terminal_reason",
         {
@@ -229,6 +275,19 @@ _GROUPS: tuple[tuple[str, dict[str, str]], ...] = (
             "budget_exhausted": _COST,
             # a PreToolUse hook deferred a call; the app resumes the session to go on
             "tool_deferred": CONTINUE,
+            "hook_stopped": _FAIL,
+            # also Claude Code's stop_hook_summary with preventedContinuation
+            "stop_hook_prevented": _FAIL,
+            "background_requested": _FAIL,  # sent to the background
+            "blocking_limit": _FAIL,  # the context's blocking limit
+            "rapid_refill_breaker": _FAIL,  # the runaway-loop breaker
+            "prompt_too_long": _FAIL,
+            "image_error": _FAIL,
+            "model_error": _FAIL,
+            "api_error": _FAIL,
+            "structured_output_retry_exhausted": _FAIL,
+            "tool_deferred_unavailable": _FAIL,  # the deferred tool is gone
+            "turn_setup_failed": _FAIL,  # the turn could not start
         },
     ),
     # OpenAI Agents SDK: openai-agents-python src/agents/exceptions.py (MaxTurnsExceeded),
@@ -241,29 +300,57 @@ _GROUPS: tuple[tuple[str, dict[str, str]], ...] = (
         },
     ),
     # Codex CLI: openai/codex codex-rs/protocol/src/protocol.rs (TurnAbortReason; event_msg
-    # task_complete). budget_limited: the session's budget ran out. Unmapped: review_ended.
+    # task_complete). budget_limited: the session's budget ran out.
     (
         "Codex CLI turn_aborted reason",
         {
             "interrupted": _CANCEL,
             "replaced": _CANCEL,
             "budget_limited": _COST,
+            "review_ended": _FAIL,  # a review turn ended
         },
     ),
-    # Codex app-server error code for a session over its budget (named in issue 19; not yet
-    # in the stored codex-rs/app-server-protocol/src/protocol/v2.rs CodexErrorInfo, whose
-    # kinds are contextWindowExceeded, usageLimitExceeded, serverOverloaded, ... , other:
-    # those are failures, left unmapped, see KNOWN_UNMAPPED).
-    ("Codex app-server error", {"sessionBudgetExceeded": _COST}),
+    # Codex app-server error kinds: openai/codex codex-rs/app-server-protocol/src/protocol/v2.rs
+    # CodexErrorInfo (serde camelCase); sessionBudgetExceeded in newer builds (named in issue
+    # 19). Over its budget is max_cost; the rest are failures, no cap of this session reached
+    # (usageLimitExceeded is the plan's rate limit, not this session's budget).
+    (
+        "Codex app-server CodexErrorInfo",
+        {
+            "sessionBudgetExceeded": _COST,
+            "contextWindowExceeded": _FAIL,  # the input is over the context window
+            "usageLimitExceeded": _FAIL,
+            "serverOverloaded": _FAIL,
+            "cyberPolicy": _FAIL,
+            "httpConnectionFailed": _FAIL,
+            "responseStreamConnectionFailed": _FAIL,
+            "responseStreamDisconnected": _FAIL,
+            "responseTooManyFailedAttempts": _FAIL,
+            "internalServerError": _FAIL,
+            "unauthorized": _FAIL,
+            "badRequest": _FAIL,
+            "threadRollbackFailed": _FAIL,
+            "sandboxError": _FAIL,
+            "activeTurnNotSteerable": _FAIL,
+            "other": _FAIL,
+        },
+    ),
     # pydantic-ai FinishReason: pydantic/pydantic-ai pydantic_ai_slim/pydantic_ai/messages.py,
     # Literal["stop", "length", "content_filter", "tool_call", "error"], the OpenTelemetry
     # GenAI gen_ai.response.finish_reasons vocabulary its spans carry (real: the Langfuse
     # export pydantic-ai-tools-2025-12-04). "stop" and "length" are mapped above.
-    ("pydantic-ai / OTel GenAI finish_reason", {"tool_call": CONTINUE}),
+    (
+        "pydantic-ai / OTel GenAI finish_reason",
+        {"tool_call": CONTINUE, "content_filter": _FAIL, "error": _FAIL},
+    ),
     # Vercel AI SDK finishReason: vercel/ai packages/provider LanguageModelV2FinishReason,
     # "stop" | "length" | "content-filter" | "tool-calls" | "error" | "other" | "unknown" (real:
     # the Langfuse export vercel-aisdk-2025-11-17, ai.response.finishReason).
-    ("Vercel AI SDK finishReason", {"tool-calls": CONTINUE}),
+    (
+        "Vercel AI SDK finishReason",
+        {"tool-calls": CONTINUE, "content-filter": _FAIL, "error": _FAIL, "other": _FAIL,
+         "unknown": _FAIL},  # "unknown": the provider did not say
+    ),
     # LiteLLM: litellm.max_budget (USD) raises BudgetExceededError (docs/my-website/docs/
     # budget_manager.md); its proxy's max_budget answers with the same error type.
     ("LiteLLM max_budget", {"BudgetExceededError": _COST}),
@@ -300,58 +387,22 @@ DEFAULT_VENDOR_MAP: dict[str, str]
 VENDOR_SOURCES: dict[str, str]
 DEFAULT_VENDOR_MAP, VENDOR_SOURCES = _merge(_GROUPS)
 
-#: Real vendor strings deliberately left out of the default map (they classify as
-#: unknown_vendor), with where they come from and why. For audits and the docs.
-KNOWN_UNMAPPED: dict[str, str] = {
-    "stop_sequence": "Anthropic / Bedrock: success only for a declared sentinel; Claude Code "
-    "also uses it on synthetic API-error lines",
-    "refusal": "Anthropic: the model declined",
-    "content_filter": "OpenAI Chat finish_reason / Responses incomplete_details.reason: filtered",
-    "failed": "OpenAI Responses status: generation failed (an API error)",
-    "incomplete": "OpenAI Responses status: read incomplete_details.reason instead",
-    "SAFETY": "Gemini finishReason: policy block",
-    "RECITATION": "Gemini finishReason: policy block",
-    "LANGUAGE": "Gemini finishReason: policy block",
-    "BLOCKLIST": "Gemini finishReason: policy block",
-    "PROHIBITED_CONTENT": "Gemini finishReason: policy block",
-    "SPII": "Gemini finishReason: policy block",
-    "IMAGE_SAFETY": "Gemini finishReason: policy block",
-    "MALFORMED_FUNCTION_CALL": "Gemini finishReason: invalid function call",
-    "UNEXPECTED_TOOL_CALL": "Gemini finishReason: invalid tool call",
-    "OTHER": "Gemini finishReason: other",
-    "FINISH_REASON_UNSPECIFIED": "Gemini finishReason: unset",
-    "IMAGE_PROHIBITED_CONTENT": "Gemini finishReason: image policy block",
-    "IMAGE_RECITATION": "Gemini finishReason: image policy block",
-    "NO_IMAGE": "Gemini finishReason: no image generated",
-    "IMAGE_OTHER": "Gemini finishReason: image generation stopped, other",
-    "guardrail_intervened": "Bedrock Converse stopReason: guardrail",
-    "content_filtered": "Bedrock Converse stopReason: filtered",
-    "malformed_model_output": "Bedrock Converse stopReason: malformed output",
-    "malformed_tool_use": "Bedrock Converse stopReason: malformed tool use",
-    "error_during_execution": "Claude Agent SDK result subtype: runtime error",
-    "error_max_structured_output_retries": "Claude Agent SDK result subtype: retries exhausted",
-    "api_error": "Claude Agent SDK terminal_reason: API error",
-    "prompt_too_long": "Claude Agent SDK terminal_reason: prompt too long",
-    "model_error": "Claude Agent SDK terminal_reason: model error",
-    "image_error": "Claude Agent SDK terminal_reason: image error",
-    "blocking_limit": "Claude Agent SDK terminal_reason: context blocking limit",
-    "rapid_refill_breaker": "Claude Agent SDK terminal_reason: runaway-loop breaker",
-    "structured_output_retry_exhausted": "Claude Agent SDK terminal_reason: retries exhausted",
-    "tool_deferred_unavailable": "Claude Agent SDK terminal_reason: deferred tool gone",
-    "turn_setup_failed": "Claude Agent SDK terminal_reason: turn could not start",
-    "hook_stopped": "Claude Agent SDK terminal_reason: a hook stopped the loop",
-    "stop_hook_prevented": "Claude Agent SDK terminal_reason / Claude Code stop_hook_summary: "
-    "a stop hook prevented continuation",
-    "background_requested": "Claude Agent SDK terminal_reason: sent to the background",
-    "review_ended": "Codex CLI turn_aborted reason: review ended",
-    "contextWindowExceeded": "Codex app-server CodexErrorInfo: input over the context window",
-    "usageLimitExceeded": "Codex app-server CodexErrorInfo: the plan's usage limit (a rate "
-    "limit of the account, not this session's budget)",
-    "error": "pydantic-ai / OTel GenAI finish_reason and Vercel AI SDK finishReason: an error",
-    "content-filter": "Vercel AI SDK finishReason: filtered",
-    "other": "Vercel AI SDK finishReason: other",
-    "unknown": "Vercel AI SDK finishReason: the provider did not say",
-}
+#: The real vendor strings the default map lists on purpose as failing closed.
+FAILS_CLOSED: frozenset[str] = frozenset(
+    raw for raw, value in DEFAULT_VENDOR_MAP.items() if value == _FAIL
+)
+#: Strings that say the model made an invalid tool call: they fail closed and are also a tool
+#: error (the notes' "unknown (+ tool error)"), so they count toward the consecutive
+#: tool-error budget.
+TOOL_ERROR_STOPS: frozenset[str] = frozenset(
+    {"MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL", "malformed_tool_use"}
+)
+
+
+def fails_closed_on_purpose(raw: str) -> str | None:
+    """Where the built-in map has ``raw`` as a real string that fails closed on purpose (its
+    source), or None: a string it maps, or one it has never seen."""
+    return VENDOR_SOURCES[raw] if raw in FAILS_CLOSED else None
 
 
 # --------------------------------------------------------------------------------------------

@@ -56,13 +56,14 @@ def session_owner(conn: sqlite3.Connection, session_id: str) -> str | None:
     return row[0] if row else None
 
 
-def session_keys(conn: sqlite3.Connection, session_id: str) -> set[str]:
-    """The record keys of a session's steps (a range of the ``steps`` primary key)."""
+def session_keys(conn: sqlite3.Connection, session_id: str) -> dict[str, int]:
+    """The record keys of a session's steps, each with its step's index (a range of the
+    ``steps`` primary key)."""
     rows = conn.execute(
-        "SELECT record_key FROM steps WHERE session_id = ? AND record_key IS NOT NULL",
+        "SELECT record_key, idx FROM steps WHERE session_id = ? AND record_key IS NOT NULL",
         (session_id,),
     )
-    return {key for (key,) in rows}
+    return dict(rows.fetchall())
 
 
 def count_stop_reasons(conn: sqlite3.Connection, sessions: Iterable[str]) -> Counter[str]:

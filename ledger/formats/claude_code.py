@@ -43,8 +43,9 @@ What a record becomes (the README's mapping table says the same for users):
 * The task class is the repository ``cwd`` names (:func:`ledger.core.task_classes.repo_name`:
   worktrees resolved to their repository, temporary folders ``tmp``).
 * Each line's ``uuid`` is its record key: a copy of the line (a snapshot of the transcript,
-  the history a resumed or forked session copies with its original ``sessionId``) is folded
-  once per session (see ledger/ingest/source.py).
+  the history a resumed or forked session copies with its original ``sessionId``, any piece
+  of it) is folded once per session, in the transcript's order (see ledger/ingest/source.py
+  and ledger/ingest/copies.py).
 
 Reader state, per session: the current response id and the usage counted for it, the
 ids of the last 256 responses, the open tool calls (name and input digest, bounded) and the

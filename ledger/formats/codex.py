@@ -16,9 +16,10 @@ mapping table says the same for users):
   ``reasoning_output_tokens``, which is inside the output and never added to it), so a
   session's sums are its last totals; a zero growth and ``info: null`` are skipped. Codex
   reports no cache writes.
-* A rollout's lines carry no id: a line's record key is its place among the rollout's records
-  and its digest, so a copy of the rollout (or of its start) counts once, and the same line
-  written twice (three identical ``error`` events) counts twice.
+* A rollout's lines carry no id: a line's record key is the digest of the whole line (its
+  timestamp, to the millisecond, included), so a copy of the line, wherever it is (another file,
+  a piece cut from the middle of the rollout, the same line twice in one file), counts once.
+  No real rollout holds two identical lines (the 9 of the conformance table: none).
 * Each tool call is also a step of its action class (think, read or write, from the action
   map; ``shell``, ``exec_command`` and ``local_shell_call`` by their command), taken as it is
   called; a call repeating one that failed (the same tool and arguments) is a ``retry``. A tool
@@ -40,9 +41,9 @@ mapping table says the same for users):
   (:func:`ledger.core.task_classes.repo_name`).
 
 Reader state: the session, its task class, working folder and parent, the model of the turn,
-whether a round is open, the token totals counted so far (and whether any was read), the
-records read (for their keys), whether a turn is open, the open tool calls, the calls whose
-status was already counted and the calls that failed (all bounded).
+whether a round is open, the token totals counted so far (and whether any was read), whether
+a turn is open, the open tool calls, the calls whose status was already counted and the calls
+that failed (all bounded).
 """
 
 from __future__ import annotations
@@ -118,8 +119,7 @@ def read(value: Any, state: dict[str, Any], fallback: str, actions: ActionMap) -
     if not state:
         state.update(session=None, task_class=None, folder=None, parent=None, model=None,
                      open=False,
-                     totals={}, turn=False, calls={}, settled={}, records=0)
-    state["records"] += 1
+                     totals={}, turn=False, calls={}, settled={})
     if kind == "session_meta":
         _meta(payload, state)
         return []
@@ -133,8 +133,8 @@ def read(value: Any, state: dict[str, Any], fallback: str, actions: ActionMap) -
     events = (
         _item(payload, state, actions) if kind == "response_item" else _event(payload, state)
     )
-    if events:  # a rollout's lines have no id: a line is known by its place and its digest
-        keyed(events, f"{state['records']}-{hashlib.sha256(_encode(obj)).hexdigest()[:12]}")
+    if events:  # a rollout's lines have no id: a line is known by its digest
+        keyed(events, hashlib.sha256(_encode(obj)).hexdigest()[:16])
     session = state["session"] or fallback
     return stamped(
         events, moment(obj), session, state["task_class"], state["parent"], state.get("folder")

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from ledger.core.fold import Session
 from ledger.db import connection, sources, verdict_tables, writes
 from ledger.formats.detect import DOCUMENTS
-from ledger.ingest import claims, parallel, unchanged
+from ledger.ingest import claims, copies, parallel, unchanged
 from ledger.ingest.bulk import bulk_work
 from ledger.ingest.files import (
     FileInfo,
@@ -284,6 +284,7 @@ class Ingester:
             load=load,
             join=lambda owner, sid: load(sid, owner),
             keys_of=lambda sid: sources.session_keys(conn, sid),
+            exact_copies=True,
         )
 
     def _ingest_lines(self, info: FileInfo, source: dict[str, Any]) -> None:
@@ -309,8 +310,74 @@ class Ingester:
                     source["check_hash"] = tail_hash(f, end)
                     stat = os.fstat(f.fileno())
                     source["size"], source["mtime"] = stat.st_size, stat.st_mtime
-                    self._commit(conn, fold.take_folded(), source)
+                    folded = fold.take_folded()
+                    self._commit(conn, folded, source)
+                    if folded.refold:  # a piece that does not continue its session exactly
+                        source.update(self._fold_copies(conn, source, folded.refold))
                 self._count_read(len(lines), end - offset)
+                if folded.refold:
+                    break  # (read whole with the other files of its sessions)
+
+    def _fold_copies(
+        self, conn: Any, source: dict[str, Any], sessions: list[str]
+    ) -> dict[str, Any]:
+        """Fold again, merged as one transcript, this file and every file holding one of
+        ``sessions`` (and what shares a session with them, see :mod:`ledger.ingest.copies`);
+        this file's new ``sources`` row."""
+        path = source["path"]
+        self._forgot = True
+        owners = {sources.session_owner(conn, sid) for sid in sessions}
+        paths = dict.fromkeys([path])
+        for each in sorted({source["source_id"], *owners} - {None}):
+            row = sources.source_row(conn, each)
+            if row is not None:  # (None: forgotten with another already)
+                paths.update(dict.fromkeys(
+                    [row["path"], *writes.forget_source(conn, each, self._tx.rollup)]
+                ))
+        pieces = self._pieces(conn, paths)
+        self._notice(f"{path}: a piece of a session other files hold too: "
+                     f"{len(pieces)} files folded again as one transcript")
+        if not pieces:
+            return {}
+        folded, rows = copies.fold_merged(
+            pieces, self._source_fold(conn, pieces[0].source), self.options.max_line,
+            lambda source: SourceFold(self.fold, source["source_id"], source["path"],
+                                      source["dialect"], source["task_class"], dry=True),
+        )
+        touched = [row["session_id"] for row in folded.sessions]
+        self._tx.rollup.take_out(conn, touched)
+        out = folded.out
+        writes.write_batch(conn, steps=out.steps, incidents=out.incidents, errors=out.errors,
+                           sessions=folded.sessions, states=folded.states, source=None,
+                           shared=folded.shared)
+        for row in rows:
+            writes.write_batch(conn, steps=[], incidents=[], errors=[], sessions=[], states=[],
+                               source=row)
+        self._count_rows(path, len(out.steps), len(out.errors), out.unknown)
+        self.summary.sessions.update(touched)
+        self._touched.update(touched)
+        return next((row for row in rows if row["path"] == path), {})
+
+    def _pieces(self, conn: Any, paths: Iterable[str]) -> list[copies.Piece]:
+        """The forgotten files of one dialect, claimed again and read whole (any other is
+        read again from the start when next ingested)."""
+        pieces: list[copies.Piece] = []
+        for each in paths:
+            try:
+                info = sniff(Path(each), self.options.max_line, self.options.dialect)
+                dialect = pieces[0].source["dialect"] if pieces else info.dialect
+                if info.fingerprint is None or info.dialect in (None, *DOCUMENTS) or (
+                    info.dialect != dialect
+                ):
+                    continue
+                claimed = claims.claim(conn, info, self.options, self._notice,
+                                       lambda sid: self._forget(conn, sid))
+                if claimed.source is not None:
+                    pieces.append(copies.read_whole(info.path, claimed.source,
+                                                    self.options.max_line))
+            except OSError as exc:
+                self._skip(Path(each), why(exc))
+        return pieces
 
     def _count_read(self, lines: int, size: int) -> None:
         self.summary.lines += lines

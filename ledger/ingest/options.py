@@ -30,7 +30,9 @@ from ledger.ingest.files import DEFAULT_MAX_LINE, sha
 #: observations are tool calls, Codex rounds without token counts, plain-text exit codes.
 #: 8: task classes from the repository a log names (and [task_classes] in the budget file).
 #: 9: OTLP JSON (files put aside before as of no known dialect are read).
-FOLD_VERSION = "9"
+#: 10: a vendor stop for an invalid tool call is also a tool error; a Codex line's record key
+#: is its digest alone; pieces of a transcript in several files are folded as one.
+FOLD_VERSION = "10"
 DEFAULT_BATCH = 20_000
 DEFAULT_INTERVAL = 1.0  # seconds between two passes of --follow
 #: New files hold at least this much before workers are started for them: under about 2 MB,

@@ -309,7 +309,7 @@ def fold_file(job: Job, fold: Fold, options: Options, owners: _Owners) -> Iterat
     whole, as one batch)."""
     source = SourceFold(
         fold, job.source_id, job.path, job.dialect, job.task_class, Cursor(), {},
-        owner_of=owners.lookup,
+        owner_of=owners.lookup, exact_copies=True,
     )
     path = Path(job.path)
     if job.dialect in DOCUMENTS:

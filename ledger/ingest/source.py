@@ -10,18 +10,28 @@ lines of it are put aside). The first file to hold a session *owns* it (``sessio
 its state in ``fold_state``); a later file with lines of the same session *joins* it: it folds
 on from the owner's saved state, and the session lists both files (``Session.sources``, stored
 in ``session_sources``). Records are folded once per session: an event whose record key
-(:attr:`Event.key`: a Claude Code line's uuid, a Codex line's place and digest, a Langfuse
+(:attr:`Event.key`: a Claude Code line's uuid, a Codex line's digest, a Langfuse
 observation's id) the session already holds is dropped and counted in the cursor's
 ``duplicates``. So a snapshot of a transcript and the transcript itself, or the history a
-resumed Claude Code session copies into its new file, count once, whichever file is read first,
-as long as each copy is the transcript's start (copies are; a piece cut from the middle, folded
-before the lines it follows, would be folded out of order).
+resumed Claude Code session copies into its new file, count once, whichever file is read first.
+
+An importer reads a line in the light of the lines before it (the response a line continues,
+the call a result answers), so a file goes on with a session only where it continues it
+exactly: the file has read the session's records, each once, from its first to its last
+(:attr:`Cursor.ends` against :attr:`Session.first_key`, ``last_key`` and ``keyed``), so its
+importer stands where the transcript alone would. Any other piece (a middle or a suffix read
+before what precedes it, a prefix read after a later piece, overlapping pieces, a file that
+repeats lines and goes on; a copy read in another order than the session holds it) is not
+folded here: the session is listed in
+:attr:`SourceFold.refold`, and the ingester folds again, as one transcript, the lines of every
+file that holds it (:mod:`ledger.ingest.copies`); a worker process gives the file back to the
+writer (:class:`SharedSession`).
 
 The keys a session holds are bounded: a session in one file keeps its last
 :data:`~ledger.core.fold.RECENT_KEYS` in its state (a record repeated later than that in one
 file counts again); a session in several files is checked against all its keys, read from
-its ``steps`` rows (``record_key``) once per batch that touches it, and held only while the
-batch is folded.
+its ``steps`` rows (``record_key``, with the step's index for the order) once per batch
+that touches it, and held only while the batch is folded.
 """
 
 from __future__ import annotations
@@ -66,13 +76,14 @@ OwnerLookup = Callable[[str], "str | None"]
 SessionLoader = Callable[[str], "Session | None"]
 #: Given a source and a session id it owns, the session as it stands (None if it is gone).
 SessionJoin = Callable[[str, str], "Session | None"]
-#: Given a session id, the record keys of every step it holds.
-KeysLookup = Callable[[str], "set[str]"]
+#: Given a session id, the record keys of every step it holds, each with its step's index.
+KeysLookup = Callable[[str], "dict[str, int]"]
 
 
 class SharedSession(Exception):
-    """A record of a session another file owns, met where the session cannot be joined (a
-    worker process: the writer folds the file itself, see :mod:`ledger.ingest.parallel`)."""
+    """A record of a session another file owns, or a piece that does not continue its
+    session exactly, met where the session cannot be joined or folded again (a worker
+    process: the writer folds the file itself, see :mod:`ledger.ingest.parallel`)."""
 
 
 @dataclass
@@ -91,6 +102,9 @@ class Cursor:
     reader: dict[str, Any] = field(default_factory=dict)
     unknown: dict[str, int] = field(default_factory=dict)
     duplicates: int = 0  # events dropped: their record was folded already (another copy)
+    #: Per session of the file, the record keys of the first and the last of its events read
+    #: here (folded or dropped as copies), and how many were read: where the file stands.
+    ends: dict[str, list[Any]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """The cursor as plain data, its reader state copied (the fold goes on changing it).
@@ -128,6 +142,8 @@ class Folded:
     cursor: dict[str, Any]
     #: (source id, session id): the sources that joined a session another source owns
     shared: list[tuple[str, str]] = field(default_factory=list)
+    #: Sessions to fold again from all their files (see :attr:`SourceFold.refold`)
+    refold: list[str] = field(default_factory=list)
 
 
 class SourceFold:
@@ -144,6 +160,8 @@ class SourceFold:
         load: SessionLoader | None = None,
         join: SessionJoin | None = None,
         keys_of: KeysLookup | None = None,
+        dry: bool = False,
+        exact_copies: bool = False,
     ) -> None:
         self.fold = fold
         self.source_id = source_id
@@ -155,8 +173,21 @@ class SourceFold:
         self.owner_of = owner_of or (lambda _sid: None)
         self.load = load or (lambda _sid: None)
         self.join = join
-        self.keys_of = keys_of or (lambda _sid: set())
-        self._keys: dict[str, set[str]] = {}  # the keys of the sessions in several files
+        self.keys_of = keys_of or (lambda _sid: {})
+        #: The keys of the sessions in several files, each with its step's index
+        self._keys: dict[str, dict[str, int]] = {}
+        #: Sessions this file does not continue exactly (see the module doc): left unfolded
+        #: here, for the ingester to fold again from all their files.
+        self.refold: set[str] = set()
+        #: The lines fed are every file of their sessions, merged in the transcript's order
+        #: (:mod:`ledger.ingest.copies`): each line's file is set before it is fed.
+        self.canonical = False
+        #: Read only for the cursor (the reader's state and where each session stands), as
+        #: after a merged fold: nothing is folded or put aside.
+        self.dry = dry
+        #: Whether pieces that do not continue a session exactly are found (the ingester and
+        #: its workers); replays and the hook read one file and fold it as it comes.
+        self.exact_copies = exact_copies
         # Native and gate lines hold one record each: read straight into one record and its
         # session (about 0.2 us a line less than the general way, which allows several).
         self._one_record = {NATIVE: native_line, GATE: gate_line}.get(dialect)
@@ -233,6 +264,8 @@ class SourceFold:
 
     def error(self, line: int | None, offset: int | None, reason: str, raw: bytes) -> None:
         """Put a record aside. Its reason may quote the record, so both are redacted."""
+        if self.dry:
+            return
         text = raw[:RAW_WINDOW].decode("utf-8", "replace").replace("\x00", "\ufffd")
         cut = len(raw) > RAW_WINDOW
         if cut:  # a secret cut in two would not be recognised: drop the cut token
@@ -333,8 +366,24 @@ class SourceFold:
 
     def _step(self, session: Session, record: Record, line: int | None, offset: int | None) -> None:
         key = record.event.key
-        if key is not None and self._seen(session, key):
-            self.cursor.duplicates += 1
+        if key is not None:
+            sid = session.session_id
+            ends = self.cursor.ends.get(sid)
+            read = [ends[0] if ends else key, key, ends[2] + 1 if ends else 1]
+            if self.dry or self._seen(session, key):
+                if self.exact_copies and not self._in_order(session, ends, key):
+                    self._fold_again(sid)
+                self.cursor.duplicates += not self.dry
+                self.cursor.ends[sid] = read
+                return
+            if self.exact_copies and (sid in self.refold or not self._continues(session, ends)):
+                self._fold_again(sid)
+                return
+            self.cursor.ends[sid] = read
+            session.first_key = session.first_key or key
+            session.last_key = key
+            session.keyed += 1
+        elif self.dry:
             return
         if record.task_class and session.state.events == 0:
             session.task_class = self._task_class(line, self._class_of(record) or record.task_class)
@@ -343,6 +392,40 @@ class SourceFold:
         if closed:
             self.out.incidents.extend(closed)
         self.touched.add(session.session_id)
+
+    def _fold_again(self, session_id: str) -> None:
+        """A piece that does not continue its session exactly: for the ingester to fold
+        again with all its files, or, in a worker, for the writer."""
+        if self.join is None:
+            raise SharedSession(session_id)
+        self.refold.add(session_id)
+
+    def _in_order(self, session: Session, ends: list[Any] | None, key: str) -> bool:
+        """Whether a copy of a record read here comes after the record read before it, as the
+        session holds them: a file may tell the order where the files read before could not
+        (pieces that did not overlap yet), and then the session is folded again."""
+        if ends is None or len(session.sources) < 2:
+            return True
+        places = self._places(session)
+        return places.get(ends[1], -1) < places.get(key, -1)
+
+    def _places(self, session: Session) -> dict[str, int]:
+        """The keys of a session in several files, with their steps' indexes."""
+        keys = self._keys.get(session.session_id)
+        if keys is None:
+            keys = self._keys[session.session_id] = self.keys_of(session.session_id)
+        return keys
+
+    def _continues(self, session: Session, ends: list[Any] | None) -> bool:
+        """Whether a new record read here goes on with ``session`` exactly (see the module
+        doc); always for lines merged in order."""
+        if self.canonical:
+            if self.source_id not in session.sources:
+                session.sources.append(self.source_id)
+            return True
+        if session.last_key is None:
+            return True
+        return ends == [session.first_key, session.last_key, session.keyed]
 
     def _class_of(self, record: Record) -> str | None:
         """The budget file's name for the record's working folder, else the importer's class."""
@@ -376,12 +459,10 @@ class SourceFold:
         if key in recent:
             return True
         if len(session.sources) > 1:
-            keys = self._keys.get(session.session_id)
-            if keys is None:
-                keys = self._keys[session.session_id] = self.keys_of(session.session_id)
+            keys = self._places(session)
             if key in keys:
                 return True
-            keys.add(key)
+            keys[key] = session.state.events + 1  # the index of the step it will be
         recent[key] = 0
         bounded(recent, RECENT_KEYS)
         return False
@@ -455,12 +536,14 @@ class SourceFold:
         out, touched = self.take()
         out.steps.sort(key=_SESSION)
         self._keys = {}  # read again for the next batch: another file may add to them
+        refold, self.refold = sorted(self.refold), set()
         return Folded(
             out,
             [s.row() for s in touched],
             [(s.session_id, s.source_id, state_json(s)) for s in touched],
             self.cursor.to_dict(),
             [(src, s.session_id) for s in touched for src in s.sources[1:]],
+            refold,
         )
 
 

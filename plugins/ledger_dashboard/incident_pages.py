@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ledger.core.actions import TOOL_VALUES, action_map_entry
 from ledger.core.reasons import StopReason
-from ledger.core.vendors import VendorMapError, vendor_map_entry
+from ledger.core.vendors import VendorMapError, fails_closed_on_purpose, vendor_map_entry
 
 from . import charts, queries
 from .filters import REASONS
@@ -122,6 +122,8 @@ def vendor_row(ctx: Context, row: dict[str, Any]) -> dict[str, Any]:
     return dict(
         row,
         vendor_map_entry=entry,
+        # a real string the built-in map fails closed on purpose, or one it has never seen
+        known_source=fails_closed_on_purpose(raw),
         incidents_url=ctx.urls.table("incidents", kind="unknown_vendor", key=raw),
     )
 

@@ -296,7 +296,9 @@ REASON_CASES = {
         [{"session_id": "s2", "task_class": "refactor", "key": "policy_hidden_v3"},
          {"session_id": "s3", "task_class": "refactor", "key": "policy_hidden_v3"},
          {"session_id": "s3", "task_class": "refactor", "key": "SAFETY"}],
-        "unknown_vendor", ["'SAFETY' x1, 'policy_hidden_v3' x2 in 2 sessions (s2, s3)"],
+        # SAFETY is a real Gemini string the map fails closed on purpose; the other, never seen
+        "unknown_vendor", ["'SAFETY' x1 (a known Google Gemini finishReason string that fails "
+                           "closed on purpose), 'policy_hidden_v3' x2 in 2 sessions (s2, s3)"],
     ),
     "a missing meter": (
         [*ready_class(2), session(session_id="s3", meters="round_counter,tool_calls,tool_errors,"

@@ -13,13 +13,18 @@ from hypothesis import strategies as st
 
 from ledger.config.vendor_map import load_vendor_map
 from ledger.core import vendors
+from ledger.core.budget import Budget
+from ledger.core.events import ROUND, Event
+from ledger.core.fold import Fold
 from ledger.core.reasons import CONTINUE, SEED_VENDOR_MAP, StopReason
 from ledger.core.vendors import (
     DEFAULT_VENDOR_MAP,
-    KNOWN_UNMAPPED,
+    FAILS_CLOSED,
+    TOOL_ERROR_STOPS,
     VENDOR_SOURCES,
     VendorMapError,
     classify,
+    fails_closed_on_purpose,
     vendor_map_entry,
 )
 
@@ -90,6 +95,48 @@ EXPECTED: dict[str, StopReason | str] = {
     "GRAPH_RECURSION_LIMIT": ROUNDS,
     "MaxMessageTermination": ROUNDS,
 }
+
+# The real strings the default map lists on purpose as failing closed (unknown_vendor), by the
+# group that names them: known, so not "never seen", yet a stop the ledger does not guess.
+FAIL_CLOSED_BY_SOURCE: dict[str, list[str]] = {
+    "Anthropic Messages API stop_reason": ["stop_sequence", "refusal"],
+    "OpenAI Chat Completions finish_reason": ["content_filter"],
+    "OpenAI Responses incomplete_details.reason": ["content_filter", "max_messages", "steered"],
+    "OpenAI Responses status": ["failed", "incomplete"],
+    "Google Gemini finishReason": [
+        "MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL", "SAFETY", "RECITATION", "LANGUAGE",
+        "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY", "IMAGE_PROHIBITED_CONTENT",
+        "IMAGE_RECITATION", "IMAGE_OTHER", "NO_IMAGE", "OTHER", "FINISH_REASON_UNSPECIFIED",
+    ],
+    "Gemini finishReason, third-party mappers": [
+        "MISSING_THOUGHT_SIGNATURE", "MALFORMED_RESPONSE", "MODEL_ARMOR",
+    ],
+    "AWS Bedrock Converse stopReason": [
+        "stop_sequence", "guardrail_intervened", "content_filtered", "malformed_model_output",
+        "malformed_tool_use",
+    ],
+    "Claude Agent SDK result subtype": [
+        "error_during_execution", "error_max_structured_output_retries",
+    ],
+    "Claude Agent SDK terminal_reason": [
+        "hook_stopped", "stop_hook_prevented", "background_requested", "blocking_limit",
+        "rapid_refill_breaker", "prompt_too_long", "image_error", "model_error", "api_error",
+        "structured_output_retry_exhausted", "tool_deferred_unavailable", "turn_setup_failed",
+    ],
+    "Codex CLI turn_aborted reason": ["review_ended"],
+    "Codex app-server CodexErrorInfo": [
+        "contextWindowExceeded", "usageLimitExceeded", "serverOverloaded", "cyberPolicy",
+        "httpConnectionFailed", "responseStreamConnectionFailed", "responseStreamDisconnected",
+        "responseTooManyFailedAttempts", "internalServerError", "unauthorized", "badRequest",
+        "threadRollbackFailed", "sandboxError", "activeTurnNotSteerable", "other",
+    ],
+    "pydantic-ai / OTel GenAI finish_reason": ["content_filter", "error"],
+    "Vercel AI SDK finishReason": ["content-filter", "error", "other", "unknown"],
+}
+FAIL_CLOSED_TABLE = sorted(
+    {(raw, label) for label, found in FAIL_CLOSED_BY_SOURCE.items() for raw in found}
+)
+EXPECTED.update({raw: UNKNOWN for raw, _label in FAIL_CLOSED_TABLE})
 
 # Real vendor strings the brief and the notes say must stay unmapped (fail closed).
 MUST_BE_UNKNOWN = [
@@ -199,10 +246,48 @@ def test_groups_that_disagree_refuse_to_merge():
         vendors._merge((("A", {"end_turn": "task_complete"}), ("B", {"end_turn": "max_rounds"})))
 
 
-def test_known_unmapped_is_disjoint_and_fails_closed():
-    assert not KNOWN_UNMAPPED.keys() & DEFAULT_VENDOR_MAP.keys()
-    for raw in KNOWN_UNMAPPED:
-        assert classify(raw) is UNKNOWN
+@pytest.mark.parametrize(("raw", "label"), FAIL_CLOSED_TABLE)
+def test_a_real_string_that_fails_closed_is_known_with_its_source(raw, label):
+    assert DEFAULT_VENDOR_MAP[raw] == UNKNOWN.value
+    assert classify(raw) is UNKNOWN
+    assert raw in FAILS_CLOSED
+    assert label in VENDOR_SOURCES[raw]
+    assert label in fails_closed_on_purpose(raw)
+
+
+def test_fails_closed_is_exactly_the_table():
+    assert FAILS_CLOSED == {raw for raw, _label in FAIL_CLOSED_TABLE}
+
+
+@pytest.mark.parametrize(
+    ("raw", "known"),
+    [
+        ("refusal", True),  # a real string the map fails closed on purpose
+        ("usageLimitExceeded", True),
+        ("end_turn", False),  # mapped: not failing closed
+        ("tool_use", False),  # a continue
+        ("policy_hidden_v3", False),  # never seen
+        ("Refusal", False),  # exact matching: a variant is never seen either
+    ],
+)
+def test_fails_closed_on_purpose_tells_known_from_never_seen(raw, known):
+    assert (fails_closed_on_purpose(raw) is not None) == known
+
+
+@pytest.mark.parametrize(
+    ("raw", "tool_error"),
+    [
+        ("MALFORMED_FUNCTION_CALL", True),  # Gemini: "the function call ... is invalid"
+        ("UNEXPECTED_TOOL_CALL", True),  # Gemini: "the tool call ... is invalid"
+        ("malformed_tool_use", True),  # Bedrock
+        ("malformed_model_output", False),  # Bedrock: the output, not a tool call
+        ("TOO_MANY_TOOL_CALLS", False),  # a vendor-side cap: max_tool_calls
+        ("refusal", False),
+    ],
+)
+def test_invalid_tool_call_strings_are_also_tool_errors(raw, tool_error):
+    assert (raw in TOOL_ERROR_STOPS) == tool_error
+    assert raw in DEFAULT_VENDOR_MAP
 
 
 def test_module_is_stdlib_only():
@@ -221,7 +306,7 @@ def test_module_is_stdlib_only():
 # ------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("raw", MUST_BE_UNKNOWN)
 def test_deliberately_unmapped_strings_are_unknown_vendor(raw):
-    assert raw not in DEFAULT_VENDOR_MAP
+    assert DEFAULT_VENDOR_MAP.get(raw, UNKNOWN.value) == UNKNOWN.value
     assert classify(raw) is UNKNOWN
 
 
@@ -379,9 +464,9 @@ strings = ["tool_use", "pause_turn", "thinking"]
     assert classify("end_turn", loaded) is TC
     # everything else still comes from the default map
     for raw, value in DEFAULT_VENDOR_MAP.items():
-        if raw not in {"STOP"}:
+        if raw not in {"STOP", "stop_sequence"}:  # (a known string that failed closed, mapped)
             assert loaded[raw] == value
-    assert set(loaded) == set(DEFAULT_VENDOR_MAP) | {"my_vendor_limit", "stop_sequence", "thinking"}
+    assert set(loaded) == set(DEFAULT_VENDOR_MAP) | {"my_vendor_limit", "thinking"}
 
 
 def test_continue_table_can_turn_a_stop_into_a_continue(tmp_path):
@@ -655,3 +740,27 @@ def test_entry_rejects_non_string_raw():
 def test_entry_rejects_lone_surrogates():
     with pytest.raises(ValueError, match="surrogate"):
         vendor_map_entry("bad\ud800")
+
+
+# ------------------------------------------------------------------------------------------
+# In the fold: an invalid tool call fails closed and counts toward the tool-error budget
+# ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("raw", "errors"),
+    [
+        ("MALFORMED_FUNCTION_CALL", 3),
+        ("UNEXPECTED_TOOL_CALL", 3),
+        ("malformed_tool_use", 3),
+        ("refusal", 0),  # known, fails closed, but no tool error
+        ("policy_hidden_v3", 0),  # never seen: fails closed, no tool error
+    ],
+)
+def test_a_vendor_stop_for_an_invalid_tool_call_is_a_tool_error_too(raw, errors):
+    fold = Fold(Budget(), DEFAULT_VENDOR_MAP, lambda text: (text, 0))
+    session = fold.new_session("s", source_id="src", source_path="p", dialect="native",
+                               task_class="tc")
+    rows = [fold.step(session, Event(ROUND, vendor_stop=raw), n, n)[0] for n in range(3)]
+    assert session.state.stop_reason is UNKNOWN
+    assert session.recorded_stop == UNKNOWN.value
+    assert session.state.consecutive_tool_errors == session.state.tool_errors == errors
+    assert [row[7] for row in rows] == [1 if errors else None] * 3  # steps.tool_error

@@ -94,11 +94,15 @@ def test_a_response_is_one_round_whatever_it_holds(fold) -> None:
 
 
 def test_without_token_counts_tool_outputs_and_prompts_end_a_response(fold) -> None:
-    reasoning = item("reasoning", summary=[])
-    answer = item("message", role="assistant", content=[])
-    lines = [meta(), event("user_message", message="go"), reasoning, call("c1"), call("c2"),
-             output("c1", "a"), output("c2", "b"), reasoning, call("c3"), output("c3", "c"),
-             answer, event("user_message", message="more"), answer]
+    def reasoning() -> dict[str, Any]:  # (each its own line: a line twice is one record)
+        return item("reasoning", summary=[])
+
+    def answer() -> dict[str, Any]:
+        return item("message", role="assistant", content=[])
+
+    lines = [meta(), event("user_message", message="go"), reasoning(), call("c1"), call("c2"),
+             output("c1", "a"), output("c2", "b"), reasoning(), call("c3"), output("c3", "c"),
+             answer(), event("user_message", message="more"), answer()]
     db = fold(lines)
     assert (session(db)["rounds"], session(db)["tool_calls"]) == (4, 3)
 
@@ -246,7 +250,7 @@ def test_task_started_and_its_user_message_start_one_turn(fold) -> None:
 
 
 def test_an_error_event_is_a_failed_model_call(fold) -> None:
-    errors = [event("error", message="stream disconnected before completion")] * 3
+    errors = [event("error", message="stream disconnected before completion") for _ in range(3)]
     db = fold([meta(), *errors])
     storm = rows(db, "select key, length from incidents where kind = 'retry_storm'")
     assert storm == [{"key": "api", "length": 3}]

@@ -30,14 +30,6 @@ TABLE = json.loads((FIXTURES / "expected_sessions.json").read_text())
 NAMES = sorted(n for n in TABLE if not n.startswith("_"))
 NO_CAPS = Budget(**dict.fromkeys(Budget.keys()))
 EDITS = ("Edit", "MultiEdit", "Write", "NotebookEdit", "apply_patch")
-#: Where the importers are known to differ from the hand count today, and why: each is an
-#: expected failure that must fail (strict), so a fix shows up as an XPASS to delete here.
-KNOWN = {
-    ("more/codex/cx_codemie__rollout-2026-05-11T13-28-45-019e1695-0522-7c83-8b39-0dd379793f80"
-     ".jsonl", "rounds"): "a rollout without token_count: the ledger closes a round at each tool "
-    "output or prompt and finds 20, the hand count's runs of output items 18 (was 1 before "
-    "issue 18 item 6)",
-}
 
 
 @pytest.fixture(scope="module")
@@ -76,14 +68,8 @@ def counted(path: Path, folder: Path) -> dict[str, Any]:
     }
 
 
-CASES = [
-    pytest.param(name, field, marks=pytest.mark.xfail(strict=True, reason=KNOWN[name, field]))
-    if (name, field) in KNOWN else pytest.param(name, field)
-    for name in NAMES for field in ("rounds", "tool_calls", "edit_writes", "stop")
-]
-
-
-@pytest.mark.parametrize(("name", "field"), CASES)
+@pytest.mark.parametrize("field", ["rounds", "tool_calls", "edit_writes", "stop"])
+@pytest.mark.parametrize("name", NAMES)
 def test_each_file_is_its_hand_count(
     name: str, field: str, count: Callable[[str], dict[str, Any]]
 ) -> None:

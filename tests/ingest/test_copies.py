@@ -7,12 +7,17 @@ Whichever files are ingested, and in whatever order, the session must be the tra
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ledger.ingest import copies
+from ledger.ingest.files import Line
 from ledger.ingest.ingester import ingest
 from tests.helpers import REAL_LOGS, rows, scratch_dir
 
@@ -47,53 +52,115 @@ def write_copies(folder: Path, lines: list[bytes], cuts: list[int]) -> list[Path
     return paths
 
 
-@settings(max_examples=30, deadline=None)
+#: Examples of the properties with arbitrary pieces: kept small here; run once with many more,
+#: e.g. ``LEDGER_COPIES_EXAMPLES=600 pytest tests/ingest/test_copies.py --hypothesis-seed=1``.
+EXAMPLES = int(os.environ.get("LEDGER_COPIES_EXAMPLES", "30"))
+HEADER = {"04_codex_rollout_v0.77.0_codex_exec_full.jsonl"}  # a rollout names its session only
+# in its first line: each piece of it carries that line
+
+
+@st.composite
+def pieces(draw: st.DrawFn, count: int) -> list[tuple[int, int]]:
+    """Pieces of a transcript of ``count`` lines, as [start, end) line ranges, that cover it
+    and overlap: a chain of pieces each overlapping the one before by at least a line, and
+    any other pieces (from anywhere), the whole transcript perhaps among them."""
+    cuts = sorted(set(draw(st.lists(st.integers(1, count - 1), max_size=4))))
+    bounds = [0, *cuts, count]
+    chain = [
+        (a - draw(st.integers(1, a)) if a else 0, b)
+        for a, b in zip(bounds, bounds[1:], strict=False)
+    ]
+    extra = draw(st.lists(
+        st.tuples(st.integers(0, count - 1), st.integers(1, count))
+        .map(sorted).filter(lambda t: t[0] < t[1]).map(tuple),
+        max_size=3,
+    ))
+    return [*chain, *extra]
+
+
+@st.composite
+def files_of(draw: st.DrawFn, name: str) -> tuple[list[bytes], list[bytes]]:
+    """A transcript's lines and files made of pieces of it: each file the pieces it was
+    given, in the transcript's order (so a file may hold lines twice, or skip some)."""
+    lines = (REAL_LOGS / name).read_bytes().splitlines(keepends=True)
+    cut = draw(pieces(len(lines)))
+    count = draw(st.integers(1, len(cut)))
+    given = [draw(st.integers(0, count - 1)) for _ in cut]
+    files = []
+    for n in range(count):
+        mine = sorted(p for p, owner in zip(cut, given, strict=True) if owner == n)
+        if not mine:
+            continue
+        text = b"".join(b"".join(lines[a:b]) for a, b in mine)
+        if name in HEADER and mine[0][0]:
+            text = lines[0] + text
+        files.append(text)
+    return lines, files
+
+
+def write_files(folder: Path, texts: list[bytes]) -> list[Path]:
+    paths = []
+    for n, text in enumerate(texts):
+        path = folder / f"piece-{n}" / "session.jsonl"
+        path.parent.mkdir(parents=True)
+        path.write_bytes(text)
+        paths.append(path)
+    return paths
+
+
+@settings(max_examples=EXAMPLES)
 @given(data=st.data())
-def test_any_copies_of_a_transcript_in_any_order_give_the_transcript_alone(
+def test_any_pieces_of_a_transcript_in_any_order_give_the_transcript_alone(
     data: st.DataObject,
 ) -> None:
+    """Prefixes, middles, suffixes, the whole, lines twice in one file, in any grouping of
+    files, read in any order, in one ingest or one ingest a file: the transcript's sessions,
+    step for step."""
     name = data.draw(st.sampled_from(TRANSCRIPTS))
-    lines = (REAL_LOGS / name).read_bytes().splitlines(keepends=True)
-    cuts = data.draw(st.lists(st.integers(1, len(lines)), max_size=4))
-    together = data.draw(st.booleans())  # in one ingest, or one ingest a file
+    lines, texts = data.draw(files_of(name))
+    together = data.draw(st.booleans())
     with scratch_dir() as tmp:
         folder = Path(tmp)
-        paths = write_copies(folder, lines, cuts)
-        ingest(folder / "alone.db", paths[:1])
-        order = data.draw(st.permutations(paths))
+        (folder / "alone").mkdir()
+        (folder / "alone" / "session.jsonl").write_bytes(b"".join(lines))
+        ingest(folder / "alone.db", [folder / "alone" / "session.jsonl"])
+        order = data.draw(st.permutations(write_files(folder, texts)))
         if together:
-            summary = ingest(folder / "copies.db", order)
-            assert summary.errors == 0
+            assert ingest(folder / "copies.db", order).errors == 0
         else:
             for path in order:
-                ingest(folder / "copies.db", [path])
+                assert ingest(folder / "copies.db", [path]).errors == 0
         assert sessions_and_steps(folder / "copies.db") == sessions_and_steps(folder / "alone.db")
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=EXAMPLES)
 @given(data=st.data())
-def test_a_transcript_that_grows_after_its_snapshots_were_read_gives_the_transcript_alone(
+def test_pieces_that_grow_between_ingests_give_the_transcript_alone(
     data: st.DataObject,
 ) -> None:
-    """Incremental equals one-shot for a session in several files: the transcript joins its
-    snapshots' session while it is written, cut at any byte, ingested after each piece."""
+    """Incremental equals one-shot: the files of pieces are written a few bytes at a time (cut
+    anywhere, in the middle of a line too), in any interleaving, with an ingest after each."""
     name = data.draw(st.sampled_from(TRANSCRIPTS))
-    text = (REAL_LOGS / name).read_bytes()
-    lines = text.splitlines(keepends=True)
-    cuts = data.draw(st.lists(st.integers(1, len(lines)), min_size=1, max_size=3))
-    pieces = sorted(set(data.draw(st.lists(st.integers(1, len(text) - 1), max_size=5))))
+    lines, texts = data.draw(files_of(name))
+    cuts = [
+        sorted(set(data.draw(st.lists(st.integers(1, len(text) - 1), max_size=2))))
+        + [len(text)]
+        for text in texts
+    ]
+    steps = data.draw(st.permutations([n for n, c in enumerate(cuts) for _ in c]))
     with scratch_dir() as tmp:
         folder = Path(tmp)
-        full, *snapshots = write_copies(folder, lines, cuts)
-        ingest(folder / "alone.db", [full])
-        ingest(folder / "copies.db", snapshots)
-        done = 0
-        full.write_bytes(b"")
-        for cut in [*pieces, len(text)]:
-            with full.open("ab") as f:
-                f.write(text[done:cut])
-            done = cut
-            assert ingest(folder / "copies.db", [full]).errors == 0
+        (folder / "alone").mkdir()
+        (folder / "alone" / "session.jsonl").write_bytes(b"".join(lines))
+        ingest(folder / "alone.db", [folder / "alone" / "session.jsonl"])
+        paths = write_files(folder, [b""] * len(texts))
+        written = [0] * len(texts)
+        for n in steps:  # each file's next cut, in the drawn interleaving
+            upto = cuts[n][[c > written[n] for c in cuts[n]].index(True)]
+            with paths[n].open("ab") as f:
+                f.write(texts[n][written[n]:upto])
+            written[n] = upto
+            assert ingest(folder / "copies.db", [paths[n]]).errors == 0
         assert sessions_and_steps(folder / "copies.db") == sessions_and_steps(folder / "alone.db")
 
 
@@ -170,3 +237,30 @@ def test_a_cut_last_line_is_reported_with_its_file_and_bytes(tmp_path: Path) -> 
     start = cut.rindex(b"\n") + 1
     assert summary.waiting == [{"path": str(path), "offset": start, "bytes": len(cut) - start}]
     assert summary.to_dict()["waiting"] == summary.waiting  # what --json prints
+
+
+def _line(uuid: str, ts: str, parent: str | None = None) -> Line:
+    raw = json.dumps({"uuid": uuid, "timestamp": ts, "parentUuid": parent}).encode()
+    return Line(0, raw)
+
+
+A, B, C, D = (_line(u, f"2026-01-01T00:00:0{n}Z") for n, u in enumerate("abcd"))
+LATE_A = _line("a", "2026-01-01T00:00:09Z")  # (the same line a, as another file has it)
+D_EARLY = _line("d", "2026-01-01T00:00:00Z", parent="c")  # a clock that went back
+
+
+@pytest.mark.parametrize(
+    ("files", "order"),
+    [
+        ([[A, B, C], [B, C, D]], "abcd"),  # overlapping pieces: the order they agree on
+        ([[C, D], [A, B, C]], "abcd"),  # a suffix read first
+        ([[A, B, A, B, C]], "abc"),  # lines repeated in one file: each once
+        ([[C, D], [A, B]], "abcd"),  # pieces that do not overlap: by timestamp
+        ([[A, B], [C, D_EARLY]], "abcd"),  # ... unless a line names its parent
+        ([[A, B], [B, A]], "ab"),  # files that disagree: the earliest line left first
+        ([[LATE_A, B]], "ab"),
+    ],
+)
+def test_merge_is_the_order_every_file_agrees_on(files: list[list[Line]], order: str) -> None:
+    merged = copies.merge(files)
+    assert "".join(json.loads(files[f][i].raw)["uuid"] for f, i in merged) == order
