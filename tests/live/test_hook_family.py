@@ -171,6 +171,14 @@ def test_the_budget_file_key(tmp_path: Path) -> None:
     on.write_text("max_steps = 5\nsubagents_count_in_parent = true\n")
     assert read_family(on) is True
     assert Budget.from_mapping(read_budget_file(on)) == Budget(max_steps=5)
+    # the hook's options and the command line's read it from the file
+    from ledger.cli.options import make_options
+    from ledger.live.hook_main import options_for
+
+    assert options_for((), None, None)(str(on)).subagents_count_in_parent is True
+    assert options_for((), None, None)(None).subagents_count_in_parent is False
+    assert make_options((), str(on), None).subagents_count_in_parent is True
+    assert make_options((), str(on), None).budget == Budget(max_steps=5)
     plain = tmp_path / "plain.toml"
     plain.write_text("[budget]\nmax_steps = 5\n")
     assert read_family(plain) is False
