@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import click
 
 from ledger.config.action_map import ActionMapError, default_action_map, load_action_map
-from ledger.config.budget_file import read_budget_file, read_task_classes
+from ledger.config.budget_file import read_budget_file, read_family, read_task_classes
 from ledger.config.prices import PricesError, load_prices
 from ledger.config.vendor_map import load_vendor_map
 from ledger.core.budget import Budget, BudgetError
@@ -117,6 +117,7 @@ def make_options(
     try:
         budget = Budget()
         classes = read_task_classes(budget_file) if budget_file else TaskClasses()
+        family = read_family(budget_file) if budget_file else False
         if budget_file:
             budget = Budget.from_mapping(read_budget_file(budget_file), budget)
         budget = Budget.from_assignments(budget_pairs, budget)
@@ -134,6 +135,7 @@ def make_options(
         task_class=task_class,
         dialect=dialect,
         max_line=max_line_bytes,
+        subagents_count_in_parent=family,
     )
 
 

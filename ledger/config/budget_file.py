@@ -11,6 +11,9 @@ from ledger.core.budget import BudgetError
 from ledger.core.task_classes import TaskClasses
 
 TASK_CLASSES = "task_classes"
+#: Not a cap but how sessions are counted: true holds a parent session and its sub-agents to
+#: the caps together (ledger.core.family), as well as each on its own.
+FAMILY = "subagents_count_in_parent"
 
 
 def _read(path: str | Path) -> dict[str, Any]:
@@ -20,13 +23,27 @@ def _read(path: str | Path) -> dict[str, Any]:
         raise BudgetError(f"{path}: not a valid TOML budget file: {exc}") from None
 
 
-def read_budget_file(path: str | Path) -> dict[str, Any]:
-    """The budget keys of ``path``; BudgetError names the file for bad TOML or a bad table."""
+def _table(path: str | Path) -> dict[str, Any]:
     data = _read(path)
     table = data.get("budget", {k: v for k, v in data.items() if k != TASK_CLASSES})
     if not isinstance(table, dict):
         raise BudgetError(f"{path}: [budget] must be a table")
     return table
+
+
+def read_budget_file(path: str | Path) -> dict[str, Any]:
+    """The budget keys (caps) of ``path``; BudgetError names the file for bad TOML or a bad
+    table."""
+    return {k: v for k, v in _table(path).items() if k != FAMILY}
+
+
+def read_family(path: str | Path) -> bool:
+    """Whether ``path`` counts sub-agents' steps in their parent's (``FAMILY``; false if
+    absent)."""
+    value = _table(path).get(FAMILY, False)
+    if not isinstance(value, bool):
+        raise BudgetError(f"{path}: {FAMILY} must be true or false, not {value!r}")
+    return value
 
 
 def read_task_classes(path: str | Path) -> TaskClasses:

@@ -334,6 +334,22 @@ def _m015_cost_nusd(db: sqlite_utils.Database) -> None:
         )
 
 
+def _m016_family_stops(db: sqlite_utils.Database) -> None:
+    """A family counted together (issue 20): with the budget file's
+    ``subagents_count_in_parent`` on, one row per parent session that has sub-agents, the
+    first step (``session_id``, ``idx``: the parent's or a sub-agent's) at which the family's
+    totals trip a cap, and the stop; ``stop_reason`` NULL if they never do. Rewritten by every
+    ingest for the families it touched (ledger.db.family_stops)."""
+    db["family_stops"].create(
+        {
+            "parent_session_id": str, "session_id": str, "idx": int, "ts": str,
+            "stop_reason": str, "stop_detail": str, "family_events": int, "members": int,
+            "budget_digest": str,
+        },
+        pk="parent_session_id",
+    )
+
+
 #: Ordered and append-only: never edit a migration that has shipped, add a new one.
 MIGRATIONS: Sequence[tuple[str, Migration]] = (
     ("001_initial", _m001_initial),
@@ -350,6 +366,7 @@ MIGRATIONS: Sequence[tuple[str, Migration]] = (
     ("013_hook_decisions", _m013_hook_decisions),
     ("014_exports", _m014_exports),
     ("015_cost_nusd", _m015_cost_nusd),
+    ("016_family_stops", _m016_family_stops),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -5,4 +5,4 @@ is current without importing the migrations; :mod:`ledger.db.migrations` refuses
 this is not the number of its migrations (appending one means raising this).
 """
 
-SCHEMA_VERSION = 14
+SCHEMA_VERSION = 15

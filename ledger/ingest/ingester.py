@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ledger.core.fold import Session
-from ledger.db import connection, sources, verdict_tables, writes
+from ledger.db import connection, family_stops, sources, verdict_tables, writes
 from ledger.formats.detect import DOCUMENTS
 from ledger.ingest import claims, copies, parallel, unchanged
 from ledger.ingest.bulk import bulk_work
@@ -107,6 +107,11 @@ class Ingester:
         changed = (self.summary.new_files, self.summary.updated_files) != before
         verdict_tables.after_ingest(
             self.db, changed, None if self._forgot else self._touched
+        )
+        options = self.options
+        family_stops.after_ingest(
+            self.db, options.subagents_count_in_parent, options.budget, options.vendor_map,
+            None if self._forgot else self._touched,
         )
         return self.summary
 

@@ -59,6 +59,10 @@ class Options:
     #: The machine the files are read on, recorded as ``sources.host`` (``--host``); it
     #: names the host partition of an export (see ledger.export) and folds nothing.
     host: str = field(default_factory=socket.gethostname)
+    #: The budget file's ``subagents_count_in_parent``: a parent and its sub-agents are also
+    #: held to the caps together (ledger.core.family). It folds nothing differently: the
+    #: family stops are worked out from the stored steps after each pass.
+    subagents_count_in_parent: bool = False
 
     @property
     def fold_digest(self) -> str:

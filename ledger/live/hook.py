@@ -14,7 +14,11 @@ The transcript holds the pending call already (Claude Code writes the assistant 
 that is not kept, as the line the importer would read. A sub-agent's call (``agent_id`` in the
 payload) is the sub-agent session's (``<session>:agent-<id>``, as the importer names it) and is
 also denied once its parent session has stopped: the parent's caps count the parent's own
-events, as ``ingest`` counts them.
+events, as ``ingest`` counts them. With the budget file's ``subagents_count_in_parent`` on,
+every sub-agent file beside the transcript is read too, the steps each call reads are fed to
+the family's fold (:class:`~ledger.core.family.FamilyFold`, kept in the state), and a call of
+the parent or of any sub-agent is also denied at or after the step where the family's totals
+trip a cap, as ``ingest`` records it in ``family_stops``.
 
 Pure but for the one file read (:func:`read_new_lines`); the state is loaded and saved, and
 the decision recorded, by :mod:`ledger.live.hook_store`.
@@ -30,7 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from ledger.core.budget import State
-from ledger.core.fold import STEP_COLUMNS, Fold, Session, StepRow
+from ledger.core.family import FamilyFold, FamilyStop, family_row, key_of
+from ledger.core.fold import STEP_COLUMNS, Fold, Session, StepRow, families_for
 from ledger.core.reasons import DECISIONS, StopReason
 from ledger.formats.agent_records import bounded
 from ledger.formats.detect import CLAUDE_CODE
@@ -45,7 +50,9 @@ PRE_TOOL_USE = "PreToolUse"
 #: one after another, so the last responses' calls are enough).
 CALLS_MAX = 128
 READ_LINES = 10_000
-_SESSION, _IDX, _ACTION = (STEP_COLUMNS.index(c) for c in ("session_id", "idx", "action"))
+_SESSION, _IDX, _ACTION, _TS = (
+    STEP_COLUMNS.index(c) for c in ("session_id", "idx", "action", "ts")
+)
 #: The counters a decision records and ``hook status`` shows.
 COUNTERS = (
     "steps", "writes", "rounds", "tool_calls", "output_tokens", "consecutive_tool_errors",
@@ -70,8 +77,10 @@ class HookState:
     fold_digest: str = ""
     files: dict[str, FileState] = field(default_factory=dict)
     sessions: dict[str, dict[str, Any]] = field(default_factory=dict)  # Session.to_resume()
-    #: call_key(tool_use_id) -> [session, idx, action]
+    #: call_key(tool_use_id) -> [session, idx, action, ts]
     calls: dict[str, list[Any]] = field(default_factory=dict)
+    #: The family's fold (FamilyFold.to_dict()), when sub-agents count in their parent.
+    family: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -79,6 +88,7 @@ class HookState:
             "files": {p: {"offset": f.offset, "cursor": f.cursor} for p, f in self.files.items()},
             "sessions": self.sessions,
             "calls": self.calls,
+            "family": self.family,
         }
 
     @classmethod
@@ -88,6 +98,7 @@ class HookState:
             {p: FileState(int(f["offset"]), dict(f["cursor"])) for p, f in data["files"].items()},
             dict(data["sessions"]),
             dict(data["calls"]),
+            dict(data.get("family") or {}),
         )
 
 
@@ -133,14 +144,18 @@ class Payload:
             return f"{self.session_id}:agent-{self.agent_id}"
         return self.session_id
 
-    def transcripts(self) -> list[str]:
+    def transcripts(self, family: bool = False) -> list[str]:
         """The files that hold the session's lines: the transcript and, for a sub-agent's
         call, its own file (``<session>/subagents/agent-<id>.jsonl`` beside the transcript,
-        where Claude Code 2.1 writes sub-agents' lines) if there is one."""
+        where Claude Code 2.1 writes sub-agents' lines) if there is one; for a ``family``,
+        every sub-agent's file there."""
         paths = [self.transcript_path]
-        if self.agent_id:
-            main = Path(self.transcript_path)
-            side = main.parent / main.stem / "subagents" / f"agent-{self.agent_id}.jsonl"
+        main = Path(self.transcript_path)
+        folder = main.parent / main.stem / "subagents"
+        if family:
+            paths.extend(sorted(str(p) for p in folder.glob("agent-*.jsonl")))
+        elif self.agent_id:
+            side = folder / f"agent-{self.agent_id}.jsonl"
             if side.exists():
                 paths.append(str(side))
         return paths
@@ -173,12 +188,14 @@ def read_new_lines(path: str, offset: int, max_line: int = DEFAULT_MAX_LINE) -> 
             out.extend(lines)
 
 
-def advance(state: HookState, fold: Fold, path: str, max_line: int = DEFAULT_MAX_LINE) -> None:
-    """Fold the lines of ``path`` written since the last call into ``state``."""
+def advance(
+    state: HookState, fold: Fold, path: str, max_line: int = DEFAULT_MAX_LINE
+) -> list[StepRow]:
+    """Fold the lines of ``path`` written since the last call into ``state``; their steps."""
     known = state.files.get(path) or FileState()
     lines, offset = read_new_lines(path, known.offset, max_line)
     if not lines and path in state.files:
-        return
+        return []
     source = _source(state, fold, path, known)
     steps = source.out.steps
     for line in lines:
@@ -186,19 +203,48 @@ def advance(state: HookState, fold: Fold, path: str, max_line: int = DEFAULT_MAX
         source.feed_lines([line], max_line)
         if not line.oversize and b'"tool_use"' in line.raw:
             _note_calls(state, line.raw, steps[before:])
+    new = list(steps)
     _keep(state, source, path, offset)
+    return new
 
 
-def decide(state: HookState, fold: Fold, payload: Payload) -> Verdict:
+def count_family(state: HookState, fold: Fold, parent: str, rows: list[StepRow]) -> None:
+    """Feed the family's fold the steps of ``parent`` and its sub-agents among ``rows`` (the
+    steps this call read)."""
+    family = _family(state, fold)
+    family.feed(family_row(r) for r in rows if _in_family(state, parent, r[_SESSION]))
+    state.family = family.to_dict()
+
+
+def decide(state: HookState, fold: Fold, payload: Payload, family: bool = False) -> Verdict:
     """Whether the pending call of ``payload`` may be taken, given the transcript in ``state``
-    (already advanced to the end of the transcript)."""
+    (already advanced to the end of the transcript; with ``family``, its family counted by
+    :func:`count_family`)."""
     sid = payload.fold_session
     found = state.calls.get(call_key(payload.tool_use_id or ""))
     if found is not None and found[0] == sid:
         session = Session.from_resume(state.sessions[sid])
         idx, action = found[1], found[2]
+        pending = None
+        place = ((found[3] if len(found) > 3 else None) or "", sid, idx)
     else:
-        session, idx, action = _pending(state, fold, payload)
+        session, pending = _pending(state, fold, payload)
+        idx, action = pending[_IDX], pending[_ACTION]
+        place = key_of(family_row(pending))
+    verdict = _own(state, session, payload, idx, action)
+    if family and verdict.decision == ALLOW:
+        stop = _family_stop(state, fold, place, pending)
+        if stop is not None:
+            detail = f"the family of session {payload.session_id}: {stop.detail}"
+            return _deny(session, idx, action, stop.reason, detail)
+    return verdict
+
+
+def _own(
+    state: HookState, session: Session, payload: Payload, idx: int, action: str | None
+) -> Verdict:
+    """The verdict of the session's own caps and its parent's."""
+    sid = session.session_id
     s = session.state
     if s.stop_at is not None and s.stop_at <= idx:
         return _deny(session, idx, action, s.stop_reason, s.stop_detail)
@@ -209,6 +255,30 @@ def decide(state: HookState, fold: Fold, payload: Payload) -> Verdict:
             detail = f"parent session {parent}: {p.stop_detail}"
             return _deny(session, idx, action, p.stop_reason, detail)
     return Verdict(ALLOW, sid, event_idx=idx, action=action, counters=counters(s))
+
+
+def _family(state: HookState, fold: Fold) -> FamilyFold:
+    return FamilyFold.resume(
+        state.family, fold.budget, families_for(CLAUDE_CODE), fold.vendor_map
+    )
+
+
+def _in_family(state: HookState, parent: str, sid: str) -> bool:
+    return sid == parent or (state.sessions.get(sid) or {}).get("parent_session_id") == parent
+
+
+def _family_stop(
+    state: HookState, fold: Fold, place: tuple[str, str, int], pending: StepRow | None
+) -> FamilyStop | None:
+    """The family's stop if it is at or before the call at ``place``: one already read, or
+    the one taking the ``pending`` call (not in the transcript yet: the latest step) makes."""
+    family = _family(state, fold)
+    stop = family.stop
+    if stop is not None:
+        return stop if stop.key <= place else None
+    if pending is None:
+        return None
+    return family.feed([family_row(pending)])  # on a copy: the call is not in the state
 
 
 def counters(state: State) -> dict[str, Any]:
@@ -258,13 +328,11 @@ def _note_calls(state: HookState, raw: bytes, rows: list[StepRow]) -> None:
         return  # a copy of a line folded already: its calls are remembered from the first
     for call, row in zip(ids, rows[-len(ids):], strict=True):
         if isinstance(call, str):
-            state.calls[call_key(call)] = [row[_SESSION], row[_IDX], row[_ACTION]]
+            state.calls[call_key(call)] = [row[_SESSION], row[_IDX], row[_ACTION], row[_TS]]
     bounded(state.calls, CALLS_MAX)
 
 
-def _pending(
-    state: HookState, fold: Fold, payload: Payload
-) -> tuple[Session, int, str | None]:
+def _pending(state: HookState, fold: Fold, payload: Payload) -> tuple[Session, StepRow]:
     """A call not in the transcript yet: folded, on a copy, as the line the importer would
     read (one more ``tool_use`` block of the session's open response)."""
     path = payload.transcript_path
@@ -296,7 +364,7 @@ def _pending(
             f"cannot fold the pending call {payload.tool_use_id!r} into session "
             f"{payload.fold_session!r}"
         )
-    return session, rows[-1][_IDX], rows[-1][_ACTION]
+    return session, rows[-1]
 
 
 def call_key(tool_use_id: str) -> str:

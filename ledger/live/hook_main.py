@@ -68,7 +68,7 @@ def options_for(
 
     def make(found: str | None) -> Options:
         from ledger.config.action_map import ActionMapError, default_action_map
-        from ledger.config.budget_file import read_budget_file, read_task_classes
+        from ledger.config.budget_file import read_budget_file, read_family, read_task_classes
         from ledger.config.prices import PricesError, load_prices
         from ledger.config.vendor_map import load_vendor_map
         from ledger.core.budget import Budget, BudgetError
@@ -83,6 +83,7 @@ def options_for(
                 prices=load_prices(prices) if prices else _library_book(),
                 action_map=default_action_map(),
                 task_classes=read_task_classes(found) if found else TaskClasses(),
+                subagents_count_in_parent=read_family(found) if found else False,
             )
         except (BudgetError, VendorMapError, PricesError, ActionMapError, OSError) as exc:
             raise HookInputError(str(exc)) from None

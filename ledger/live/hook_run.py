@@ -28,6 +28,7 @@ from ledger.live.hook import (
     Payload,
     Verdict,
     advance,
+    count_family,
     decide,
 )
 from ledger.live.hook_prices import FILE as PRICES_FILE
@@ -82,18 +83,24 @@ def _answer(payload: Payload, db: Path, options: Options) -> Verdict | None:
     prices = RememberedPrices(options.prices, hook_store.state_dir(db) / PRICES_FILE)
     fold = replace(options, prices=prices.book).make_fold()
     path = hook_store.state_file(db, payload.session_id)
+    family = options.subagents_count_in_parent
     with hook_store.locked(path):
-        state = _load(path, options.fold_digest)
+        # (a state kept without the family's fold is read again from the start)
+        state = _load(path, options.fold_digest + ("+family" if family else ""))
         clean_already = hook_store.strings(state.to_dict())
-        for transcript in payload.transcripts():
-            advance(state, fold, transcript, options.max_line)
+        read = [
+            row for transcript in payload.transcripts(family)
+            for row in advance(state, fold, transcript, options.max_line)
+        ]
+        if family:
+            count_family(state, fold, payload.session_id, read)
         hook_store.save(path, state, clean_already)
     if payload.event != PRE_TOOL_USE:
         prices.save()
         return None
     if not payload.tool_use_id:
         raise HookInputError("PreToolUse input has no 'tool_use_id'")
-    verdict = decide(state, fold, payload)
+    verdict = decide(state, fold, payload, family)
     prices.save()
     return verdict
 

@@ -83,6 +83,20 @@ async def sub_agents_data(ctx: Context, session: dict[str, Any]) -> dict[str, An
     }
 
 
+async def family_stop(ctx: Context, session: dict[str, Any]) -> dict[str, Any] | None:
+    """Where the session and its sub-agents, counted together, stopped (``family_stops``,
+    with ``subagents_count_in_parent`` on), linked to that step; None if they never did."""
+    found = await queries.rows(
+        ctx.db, "select * from family_stops where parent_session_id = :id "
+        "and stop_reason is not null", {"id": session["session_id"]},
+    )
+    if not found:
+        return None
+    stop = found[0]
+    return dict(stop, url=f"{ctx.urls.session(stop['session_id'])}?at={stop['idx']}"
+                f"#step-{stop['idx']}")
+
+
 async def session_data(ctx: Context, session_id: str) -> dict[str, Any]:
     await ctx.datasette.ensure_permissions(
         ctx.request.actor,
@@ -124,6 +138,7 @@ async def session_data(ctx: Context, session_id: str) -> dict[str, Any]:
         "database": ctx.database,
         "session": dict(session, budget=json.loads(session.get("budget") or "{}")),
         "sub_agents": await sub_agents_data(ctx, session),
+        "family_stop": await family_stop(ctx, session),
         "decision": decision_of(session),
         "at_stop": {
             "idx": final_idx,
