@@ -70,7 +70,7 @@ def claim(
         if reason:
             notice(f"{info.path}: {reason}; read again from the start")
             forget(source["source_id"])
-            return Claimed(_new_source(conn, info, source["source_id"], options), NEW)
+            return Claimed(_new_source(conn, info, source["source_id"], options, digest), NEW)
         if source["offset"] >= info.size:
             if source["path"] != str(info.path):
                 writes.move_source(conn, source["source_id"], str(info.path))
@@ -79,7 +79,7 @@ def claim(
         return Claimed(source, UPDATED)
     base = (info.fingerprint or "")[:12]
     source_id = unique_id(base, sources.source_ids_from(conn, base))
-    return Claimed(_new_source(conn, info, source_id, options), NEW)
+    return Claimed(_new_source(conn, info, source_id, options, digest), NEW)
 
 
 def plan(conn: sqlite3.Connection, files: list[Path], options: Options) -> list[PlannedSource]:
@@ -188,7 +188,7 @@ def _gone_or_changed(source: dict[str, Any]) -> bool:
 
 
 def _new_source(
-    conn: sqlite3.Connection, info: FileInfo, source_id: str, options: Options
+    conn: sqlite3.Connection, info: FileInfo, source_id: str, options: Options, digest: str
 ) -> dict[str, Any]:
     at = writes.now()
     source = {
@@ -203,7 +203,7 @@ def _new_source(
         "mtime": info.mtime,
         "lines": 0,
         "blank_lines": 0,
-        "fold_digest": options.fold_digest,
+        "fold_digest": digest,  # options.fold_digest, as claim() computed it
         "cursor": json.dumps(Cursor().to_dict()),
         "unknown_records": None,
         "first_ingested_at": at,

@@ -24,6 +24,7 @@ from ledger.ingest import claims, copies, parallel, unchanged
 from ledger.ingest.bulk import bulk_work
 from ledger.ingest.files import (
     FileInfo,
+    Line,
     check_paths,
     discover,
     open_file,
@@ -310,13 +311,13 @@ class Ingester:
                         fold = self._source_fold(conn, source)
                         if current["offset"] != offset:
                             continue  # another process got further: read from its offset
-                    fold.feed_lines(lines, self.options.max_line)
+                    _fold_stored(fold, lines, self.options.max_line)
                     source["offset"] = end
                     source["check_hash"] = tail_hash(f, end)
                     stat = os.fstat(f.fileno())
                     source["size"], source["mtime"] = stat.st_size, stat.st_mtime
                     folded = fold.take_folded()
-                    self._commit(conn, folded, source)
+                    self._commit(conn, folded, source, steps_stored=True)
                     if folded.refold:  # a piece that does not continue its session exactly
                         source.update(self._fold_copies(conn, source, folded.refold))
                 self._count_read(len(lines), end - offset)
@@ -537,6 +538,18 @@ def follow(
     finally:
         db.conn.close()
 
+
+
+def _fold_stored(fold: SourceFold, lines: list[Line], max_line: int) -> None:
+    """Fold ``lines`` a part at a time, each part's ``steps`` rows cleaned as the writer
+    stores them (:func:`writes.stored_rows`) right after it is folded, as a worker does: the
+    memo of redactions holds fewer texts than a batch has lines, so cleaning a whole batch's
+    rows at the write redacted most of its texts a second time when they all differ."""
+    steps = fold.out.steps
+    for start in range(0, len(lines), parallel.PART_LINES):
+        done = len(steps)
+        fold.feed_lines(lines[start:start + parallel.PART_LINES], max_line)
+        steps[done:] = writes.stored_rows(steps[done:])
 
 
 def ingest(
