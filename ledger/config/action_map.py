@@ -54,8 +54,8 @@ def remembered_default_map(cache: Path) -> ActionMap:
     """:func:`default_action_map`, its parsed TOML kept as JSON in ``cache`` for as long as the
     file's size and mtime are the same: what a process that reads the map once (a hook call)
     would otherwise pay for tomllib and its parse, some 10 ms. The same map either way: the
-    file's values are strings and booleans, which JSON keeps, in order. A cache that cannot
-    be read or written is not used."""
+    file's values are strings and booleans, which JSON keeps, in order. The cache's folder is
+    made if missing; a cache that cannot be read or written is not used."""
     stat = DEFAULT_FILE.stat()
     key = [stat.st_size, stat.st_mtime_ns]
     try:
@@ -66,6 +66,7 @@ def remembered_default_map(cache: Path) -> ActionMap:
         pass
     data = _default_data()
     try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
         tmp = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps({"key": key, "data": data}), encoding="utf-8")
         os.replace(tmp, cache)

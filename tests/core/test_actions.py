@@ -279,8 +279,10 @@ def test_the_remembered_default_map_is_the_default_map(tmp_path: Path, cached: s
 
 
 def test_a_cache_that_cannot_be_written_is_not_used(tmp_path: Path) -> None:
-    assert _same_map(remembered_default_map(tmp_path / "no-such-folder" / "action_map.json"))
-    assert not (tmp_path / "no-such-folder").exists()
+    (tmp_path / "a-file").write_text("", encoding="utf-8")
+    assert _same_map(remembered_default_map(tmp_path / "a-file" / "action_map.json"))
+    assert _same_map(remembered_default_map(tmp_path / "new-folder" / "action_map.json"))
+    assert (tmp_path / "new-folder" / "action_map.json").exists()
 
 
 def test_a_user_map_extends_the_default(tmp_path: Path) -> None:
