@@ -24,8 +24,9 @@ from ledger.core.budget import Budget
 from ledger.core.redact import redact_json
 from ledger.ingest.files import LedgerPathError
 from ledger.ingest.ingester import follow, ingest
-from ledger.ingest.options import DEFAULT_BATCH, DEFAULT_INTERVAL, Options, Summary
+from ledger.ingest.options import DEFAULT_BATCH, DEFAULT_INTERVAL, Options
 from ledger.ingest.parallel import default_jobs
+from ledger.ingest.summary import Summary
 
 
 @click.command(name="ingest")

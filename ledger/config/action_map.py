@@ -20,8 +20,8 @@ values are read or write. See :mod:`ledger.core.actions`.
 from __future__ import annotations
 
 import functools
-import tomllib
-from importlib import resources
+import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,8 @@ from ledger.core.actions import (
 )
 
 UNCLASSIFIED = "unclassified"
+#: The default map (package data; read by path: importlib.resources costs an import ~9 ms).
+DEFAULT_FILE = Path(__file__).with_name("action_classes.toml")
 _GLOB = frozenset("*?[")
 
 
@@ -45,8 +47,38 @@ class ActionMapError(ValueError):
 @functools.lru_cache(maxsize=1)
 def default_action_map() -> ActionMap:
     """The built-in map (read once)."""
-    text = resources.files(__package__).joinpath("action_classes.toml").read_text("utf-8")
-    return parse_action_map(tomllib.loads(text), "action_classes.toml")
+    return parse_action_map(_default_data(), DEFAULT_FILE.name)
+
+
+def remembered_default_map(cache: Path) -> ActionMap:
+    """:func:`default_action_map`, its parsed TOML kept as JSON in ``cache`` for as long as the
+    file's size and mtime are the same: what a process that reads the map once (a hook call)
+    would otherwise pay for tomllib and its parse, some 10 ms. The same map either way: the
+    file's values are strings and booleans, which JSON keeps, in order. The cache's folder is
+    made if missing; a cache that cannot be read or written is not used."""
+    stat = DEFAULT_FILE.stat()
+    key = [stat.st_size, stat.st_mtime_ns]
+    try:
+        saved = json.loads(cache.read_bytes())
+        if saved["key"] == key:
+            return parse_action_map(saved["data"], DEFAULT_FILE.name)
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    data = _default_data()
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"key": key, "data": data}), encoding="utf-8")
+        os.replace(tmp, cache)
+    except OSError:
+        pass
+    return parse_action_map(data, DEFAULT_FILE.name)
+
+
+def _default_data() -> dict[str, Any]:
+    import tomllib  # here: a process that reads the cache of remembered_default_map needs none
+
+    return tomllib.loads(DEFAULT_FILE.read_text("utf-8"))
 
 
 def load_action_map(path: str | Path, base: ActionMap | None = None) -> ActionMap:

@@ -3,7 +3,6 @@ names for folders under ``[task_classes]`` (docs/budgets.md)."""
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,8 @@ FAMILY = "subagents_count_in_parent"
 
 
 def _read(path: str | Path) -> dict[str, Any]:
+    import tomllib  # here: a hook call with no budget file does not pay for it
+
     try:
         return tomllib.loads(Path(path).read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:

@@ -27,7 +27,6 @@ A prices file adds models or overrides rates, in USD per million tokens::
 from __future__ import annotations
 
 import hashlib
-import tomllib
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
@@ -109,6 +108,8 @@ def load_prices(path: str | Path | None = None) -> PriceBook:
 
 
 def _read(path: Path) -> dict[str, Any]:
+    import tomllib  # here: only a --prices file is TOML; the hook's calls read none
+
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:

@@ -74,7 +74,6 @@ Pure and stdlib only; reading a vendor map file is :mod:`ledger.config.vendor_ma
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 from typing import Literal
 
@@ -440,6 +439,8 @@ def classify(
 def bad_value_hint(value: object) -> str:
     message = "not a stop reason; expected one of " + ", ".join(MAP_VALUES)
     if isinstance(value, str):
+        import difflib  # only for a bad value: no call of the hook pays for it
+
         close = difflib.get_close_matches(value.lower(), MAP_VALUES, n=1)
         if close:
             message += f" (did you mean {close[0]!r}?)"

@@ -36,8 +36,9 @@ from ledger.ingest.files import (
     unread,
     why,
 )
-from ledger.ingest.options import DEFAULT_INTERVAL, Options, Progress, Summary
+from ledger.ingest.options import DEFAULT_INTERVAL, Options, Progress
 from ledger.ingest.source import Cursor, Folded, SourceFold
+from ledger.ingest.summary import Summary
 from ledger.ingest.transaction import Transaction
 
 if TYPE_CHECKING:  # annotations only: ledger.db.connection imports it (without pandas)

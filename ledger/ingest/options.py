@@ -1,14 +1,14 @@
-"""What an ingest is asked to do (:class:`Options`) and what it did (:class:`Summary`)."""
+"""What an ingest is asked to do (:class:`Options`). What it did,
+:class:`ledger.ingest.summary.Summary`, is kept apart: the hook imports this module for every
+call and needs only this half."""
 
 from __future__ import annotations
 
 import json
-import socket
-from collections import Counter
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ledger.config.action_map import default_action_map
 from ledger.config.prices import library_book
@@ -41,6 +41,16 @@ DEFAULT_INTERVAL = 1.0  # seconds between two passes of --follow
 PARALLEL_MIN_BYTES = 4 * 1024 * 1024
 
 
+def _hostname() -> str:
+    """:func:`socket.gethostname`, which on POSIX is the node name ``uname`` gives (read so:
+    importing socket costs a hook call some 3 ms)."""
+    if hasattr(os, "uname"):
+        return os.uname().nodename
+    import socket
+
+    return socket.gethostname()
+
+
 @dataclass
 class Options:
     budget: Budget = field(default_factory=Budget)
@@ -58,7 +68,7 @@ class Options:
     task_classes: TaskClasses = field(default_factory=TaskClasses)
     #: The machine the files are read on, recorded as ``sources.host`` (``--host``); it
     #: names the host partition of an export (see ledger.export) and folds nothing.
-    host: str = field(default_factory=socket.gethostname)
+    host: str = field(default_factory=_hostname)
     #: The budget file's ``subagents_count_in_parent``: a parent and its sub-agents are also
     #: held to the caps together (ledger.core.family). It folds nothing differently: the
     #: family stops are worked out from the stored steps after each pass.
@@ -81,57 +91,6 @@ class Options:
         return Fold(
             self.budget, self.vendor_map, redact, self.prices, self.action_map, self.task_classes
         )
-
-
-@dataclass
-class Summary:
-    files: int = 0
-    new_files: int = 0
-    updated_files: int = 0
-    unchanged_files: int = 0
-    lines: int = 0
-    blank_lines: int = 0
-    steps: int = 0
-    errors: int = 0
-    bytes_read: int = 0
-    notices: list[str] = field(default_factory=list)
-    skipped: dict[str, str] = field(default_factory=dict)  # path -> why it was not read
-    #: Files that end in a line that is not a whole record yet: path, the offset of that line
-    #: and its bytes (a file with no complete line yet: offset 0, its size).
-    waiting: list[dict[str, Any]] = field(default_factory=list)
-    sessions: set[str] = field(default_factory=set)
-    stop_reasons: Counter[str] = field(default_factory=Counter)
-    redactions: int = 0
-    unknown_records: dict[str, Counter[str]] = field(default_factory=dict)  # path -> type -> n
-    passes: int = 1
-    workers: int = 0  # worker processes that folded new files (the most in any pass)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "files": self.files,
-            "new_files": self.new_files,
-            "updated_files": self.updated_files,
-            "unchanged_files": self.unchanged_files,
-            "lines": self.lines,
-            "blank_lines": self.blank_lines,
-            "sessions": len(self.sessions),
-            "steps": self.steps,
-            "errors": self.errors,
-            "redactions": self.redactions,
-            "bytes_read": self.bytes_read,
-            "stop_reasons": dict(sorted(self.stop_reasons.items())),
-            "notices": self.notices,
-            "skipped": [
-                {"path": path, "reason": reason} for path, reason in sorted(self.skipped.items())
-            ],
-            "waiting": self.waiting,
-            "unknown_records": {
-                path: dict(sorted(counts.items()))
-                for path, counts in sorted(self.unknown_records.items())
-            },
-            "passes": self.passes,
-            "workers": self.workers,
-        }
 
 
 Progress = Callable[[int], None]

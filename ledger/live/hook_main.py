@@ -22,6 +22,7 @@ from ledger.live.hook import HookInputError
 from ledger.live.hook_run import OptionsFor, output, run, verdict_of_failure
 
 COMMAND = "claude-code"
+ACTION_MAP_FILE = "action_map.json"
 _VALUED = {"--db": "db", "--budget-file": "budget_file", "--vendor-map": "vendor_map",
            "--prices": "prices"}
 
@@ -60,14 +61,20 @@ def parse(argv: list[str]) -> Arguments:
 
 
 def options_for(
-    budget_pairs: list[str] | tuple[str, ...], vendor_map: str | None, prices: str | None
+    budget_pairs: list[str] | tuple[str, ...], vendor_map: str | None, prices: str | None,
+    state: Path | None = None,
 ) -> OptionsFor:
     """Given the budget file found for a session, the options to fold under: what
     ``make_options`` of the command line makes, without click (a bad file is a
-    :class:`HookInputError`, and the call is denied saying why)."""
+    :class:`HookInputError`, and the call is denied saying why). With the hook's ``state``
+    folder, the default action map's parse is remembered there (a process reads it once)."""
 
     def make(found: str | None) -> Options:
-        from ledger.config.action_map import ActionMapError, default_action_map
+        from ledger.config.action_map import (
+            ActionMapError,
+            default_action_map,
+            remembered_default_map,
+        )
         from ledger.config.budget_file import read_budget_file, read_family, read_task_classes
         from ledger.config.prices import PricesError, load_prices
         from ledger.config.vendor_map import load_vendor_map
@@ -81,7 +88,8 @@ def options_for(
                 budget=Budget.from_assignments(tuple(budget_pairs), budget),
                 vendor_map=load_vendor_map(vendor_map) if vendor_map else dict(DEFAULT_VENDOR_MAP),
                 prices=load_prices(prices) if prices else _library_book(),
-                action_map=default_action_map(),
+                action_map=remembered_default_map(state / ACTION_MAP_FILE)
+                if state else default_action_map(),
                 task_classes=read_task_classes(found) if found else TaskClasses(),
                 subagents_count_in_parent=read_family(found) if found else False,
             )
@@ -109,7 +117,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.stdout.write(output(verdict_of_failure(None, exc, "--fail-open" in argv), None))
         return
     db = Path(args.db).expanduser().resolve() if args.db else hook_store.default_db()
-    make = options_for(args.budget_pairs, args.vendor_map, args.prices)
+    make = options_for(args.budget_pairs, args.vendor_map, args.prices, hook_store.state_dir(db))
     text = run(sys.stdin.buffer.read(), db, make, args.budget_file, args.fail_open)
     if text:
         sys.stdout.write(text + "\n")

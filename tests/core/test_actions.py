@@ -3,6 +3,7 @@ ledger/config/action_classes.toml): what each tool and shell command counts as."
 
 from __future__ import annotations
 
+import json
 import shlex
 import tomllib
 from pathlib import Path
@@ -13,10 +14,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ledger.config.action_map import (
+    DEFAULT_FILE,
     ActionMapError,
     default_action_map,
     load_action_map,
     parse_action_map,
+    remembered_default_map,
 )
 from ledger.core.actions import (
     READ,
@@ -250,6 +253,36 @@ def write_map(tmp_path: Path, text: str) -> Path:
     path = tmp_path / "actions.toml"
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def _same_map(found: ActionMap) -> bool:
+    return (found.tools, found.patterns, found.commands, found.digest) == (
+        DEFAULT.tools, DEFAULT.patterns, DEFAULT.commands, DEFAULT.digest)
+
+
+@pytest.mark.parametrize("cached", [
+    None,  # no cache yet: the file is parsed, and its parse kept
+    "remembered",  # the parse kept by the call before
+    '{"key": [0, 0], "data": {"tools": {"Bash": "read"}}}',  # of another file: parsed again
+    "not json",
+    '{"data": 3}',
+])
+def test_the_remembered_default_map_is_the_default_map(tmp_path: Path, cached: str | None) -> None:
+    cache = tmp_path / "action_map.json"
+    if cached == "remembered":
+        remembered_default_map(cache)
+    elif cached is not None:
+        cache.write_text(cached, encoding="utf-8")
+    assert _same_map(remembered_default_map(cache))
+    assert _same_map(remembered_default_map(cache))  # and from what this call kept
+    assert json.loads(cache.read_bytes())["key"][0] == DEFAULT_FILE.stat().st_size
+
+
+def test_a_cache_that_cannot_be_written_is_not_used(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("", encoding="utf-8")
+    assert _same_map(remembered_default_map(tmp_path / "a-file" / "action_map.json"))
+    assert _same_map(remembered_default_map(tmp_path / "new-folder" / "action_map.json"))
+    assert (tmp_path / "new-folder" / "action_map.json").exists()
 
 
 def test_a_user_map_extends_the_default(tmp_path: Path) -> None:

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from ledger.ingest.ingester import follow, ingest
-from ledger.ingest.options import Options, Summary
+from ledger.ingest.options import Options
+from ledger.ingest.summary import Summary
 from tests.corpus import write_ledgers
 from tests.helpers import ROOT, dump, paused_env, refuse_to_open, rows
 

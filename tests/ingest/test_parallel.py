@@ -26,8 +26,9 @@ from ledger.core.fold import STEP_COLUMNS
 from ledger.db import connection
 from ledger.ingest import claims, parallel
 from ledger.ingest.ingester import Ingester, ingest
-from ledger.ingest.options import Options, Summary
+from ledger.ingest.options import Options
 from ledger.ingest.source import Folded, Output
+from ledger.ingest.summary import Summary
 from tests.corpus import write_ledgers
 from tests.helpers import FIXTURES, REAL_LOGS, ROOT, SAMPLES, paused_env, rows
 
