@@ -170,7 +170,8 @@ class RealLogs:
     def noop(self, folder: Path, claude: list[Path], exe: Path | None, db: Path) -> None:
         plans: dict[str, tuple[str, dict[str, Any], Path | None]] = {
             f"real: no-op re-ingest of {len(claude)} files (command)": (
-                "command", self.ingest_argv(db, claude), None)}
+                "command", {"argv": [*agent_ledger(), "ingest", str(db), *map(str, claude)]},
+                None)}
         if exe is not None:
             plans["real: ccusage, no-op rounds"] = (
                 "command", self.ccusage_args(exe, folder, "claude"), None)

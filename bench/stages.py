@@ -66,7 +66,10 @@ def command(args: dict[str, Any]) -> Result:
     import os
     import subprocess
 
-    env = {**os.environ, **args.get("env", {})}
+    # With bytecode cached, as an installed package runs (pip compiles it when it installs),
+    # whatever PYTHONDONTWRITEBYTECODE says in the benchmark's own environment.
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    env.update(args.get("env", {}))
     seconds, proc = _timed(lambda: subprocess.run(args["argv"], env=env, capture_output=True,
                                                   check=False))
     if proc.returncode not in args.get("ok", (0,)):
