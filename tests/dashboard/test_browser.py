@@ -353,17 +353,26 @@ def test_a_page_reached_through_a_foreign_name_is_refused(browser: Browser, serv
         context.close()
 
 
+@contextmanager
+def watched_page(browser: Browser, base: str) -> Iterator[Page]:
+    """A page of a server of its own, failing as the ``page`` fixture does."""
+    watch = Watch(base)
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, base_url=base)
+    watch.attach(context)
+    try:
+        yield watch.page(context.new_page())
+    finally:
+        context.close()
+    assert watch.errors == [] and watch.external == [] and watch.dialogs == []
+
+
 @pytest.fixture(scope="module")
 def bidi_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     yield from serve_built(tmp_path_factory, "bidi", bidi_data.build)
 
 
 def test_direction_controls_are_shown_never_applied(browser: Browser, bidi_server: str) -> None:
-    watch = Watch(bidi_server)
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, base_url=bidi_server)
-    watch.attach(context)
-    page = watch.page(context.new_page())
-    try:
+    with watched_page(browser, bidi_server) as page:
         for path in ("/ledger/-/unknown-vendors", session_url(bidi_data.SESSION),
                      "/ledger/incidents", "/ledger/sessions"):
             page.goto(path)
@@ -375,9 +384,6 @@ def test_direction_controls_are_shown_never_applied(browser: Browser, bidi_serve
         expect(page.locator("section.content")).to_contain_text("<U+2066>tool<U+2069>")
         SCREENSHOTS.mkdir(exist_ok=True)
         page.screenshot(path=str(SCREENSHOTS / "bidi-session.png"), full_page=True)
-    finally:
-        context.close()
-    assert watch.errors == [] and watch.external == [] and watch.dialogs == []
 
 
 # --- the README's screenshot ---------------------------------------------------------------
@@ -398,11 +404,7 @@ def samples_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def test_the_readme_screenshot_of_the_samples_overview(
     browser: Browser, samples_server: str
 ) -> None:
-    watch = Watch(samples_server)
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, base_url=samples_server)
-    watch.attach(context)
-    page = watch.page(context.new_page())
-    try:
+    with watched_page(browser, samples_server) as page:
         page.goto("/ledger/-/overview")
         expect(page.locator("h1")).to_have_text("Overview")
         charts_drawn(page, 3)
@@ -411,9 +413,6 @@ def test_the_readme_screenshot_of_the_samples_overview(
         SCREENSHOTS.mkdir(exist_ok=True)
         shot = SCREENSHOTS / "overview-samples.png"
         page.screenshot(path=str(shot))  # the first screen, 1280x900
-    finally:
-        context.close()
-    assert watch.errors == [] and watch.external == [] and watch.dialogs == []
     if os.environ.get(UPDATE_SCREENSHOT) == "1" or not README_SCREENSHOT.exists():
         README_SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(shot, README_SCREENSHOT)
@@ -436,19 +435,6 @@ def merged_hosts(folder: Path) -> Path:
 @pytest.fixture(scope="module")
 def hosts_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     yield from serve_built(tmp_path_factory, "hosts", merged_hosts)
-
-
-@contextmanager
-def watched_page(browser: Browser, base: str) -> Iterator[Page]:
-    """A page of a server of its own, failing as the ``page`` fixture does."""
-    watch = Watch(base)
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, base_url=base)
-    watch.attach(context)
-    try:
-        yield watch.page(context.new_page())
-    finally:
-        context.close()
-    assert watch.errors == [] and watch.external == [] and watch.dialogs == []
 
 
 def test_the_host_filter_is_a_choice_of_the_merged_hosts(
@@ -476,11 +462,7 @@ def spend_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def test_the_spend_views(browser: Browser, spend_server: str) -> None:
     """The overview's spend (total, per class with its share, over time), the paid path's
     share, a run's cost, and the timeline's spend against max_cost, drawn without an error."""
-    watch = Watch(spend_server)
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, base_url=spend_server)
-    watch.attach(context)
-    page = watch.page(context.new_page())
-    try:
+    with watched_page(browser, spend_server) as page:
         page.goto("/ledger/-/overview")
         spend = page.locator("#spend")
         expect(spend.locator(".ledger-spend-total")).to_have_text("$2.00")
@@ -498,9 +480,6 @@ def test_the_spend_views(browser: Browser, spend_server: str) -> None:
         expect(page.locator(".ledger-facts")).to_contain_text("$1.50 of a max_cost of $1.00")
         charts_drawn(page, 1)
         shoot(page, "session-max-cost")
-    finally:
-        context.close()
-    assert watch.errors == [] and watch.external == [] and watch.dialogs == []
 
 
 def _hook_ledger(folder: Path) -> Path:
@@ -527,11 +506,7 @@ def hook_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def test_live_sessions_lead_to_the_denied_calls(browser: Browser, hook_server: str) -> None:
     """The overview lists the sessions the hook is watching, with their denied calls; the
     link opens the timeline, where each denied call is marked with the hook's reason."""
-    watch = Watch(hook_server)
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, base_url=hook_server)
-    watch.attach(context)
-    page = watch.page(context.new_page())
-    try:
+    with watched_page(browser, hook_server) as page:
         page.goto("/ledger/-/overview")
         live = page.locator("#live-sessions tr.ledger-live-denied").first
         expect(live).to_contain_text("deny")
@@ -543,6 +518,3 @@ def test_live_sessions_lead_to_the_denied_calls(browser: Browser, hook_server: s
         expect(denied.first).to_be_visible()
         expect(denied.first).to_have_attribute("title", re.compile("agent-ledger budget stop"))
         shoot(page, "session-denied-by-the-hook")
-    finally:
-        context.close()
-    assert watch.errors == [] and watch.external == [] and watch.dialogs == []
