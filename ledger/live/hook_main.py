@@ -117,23 +117,17 @@ def options_for(
             default_action_map,
             remembered_default_map,
         )
-        from ledger.config.budget_file import read_budget_file, read_family, read_task_classes
+        from ledger.config.fold_options import options_from_files
         from ledger.config.prices import PricesError, load_prices
-        from ledger.config.vendor_map import load_vendor_map
-        from ledger.core.budget import Budget, BudgetError
-        from ledger.core.task_classes import TaskClasses
-        from ledger.core.vendors import DEFAULT_VENDOR_MAP, VendorMapError
+        from ledger.core.budget import BudgetError
+        from ledger.core.vendors import VendorMapError
 
         try:
-            budget = Budget.from_mapping(read_budget_file(found), Budget()) if found else Budget()
-            return Options(
-                budget=Budget.from_assignments(tuple(budget_pairs), budget),
-                vendor_map=load_vendor_map(vendor_map) if vendor_map else dict(DEFAULT_VENDOR_MAP),
-                prices=load_prices(prices) if prices else _library_book(),
-                action_map=remembered_default_map(state / ACTION_MAP_FILE)
-                if state else default_action_map(),
-                task_classes=read_task_classes(found) if found else TaskClasses(),
-                subagents_count_in_parent=read_family(found) if found else False,
+            return options_from_files(
+                budget_pairs, found, vendor_map,
+                load_prices(prices) if prices else _library_book(),
+                remembered_default_map(state / ACTION_MAP_FILE) if state
+                else default_action_map(),
             )
         except (BudgetError, VendorMapError, PricesError, ActionMapError, OSError) as exc:
             raise HookInputError(str(exc)) from None
