@@ -126,8 +126,11 @@ def user_install(folder: Path) -> Interpreter:
         subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
     wheels = folder / "wheels"
     shutil.rmtree(wheels, ignore_errors=True)
+    left = [p for p in (ROOT / "build", ROOT / "agent_ledger.egg-info") if not p.exists()]
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w",
                     str(wheels), str(ROOT)], check=True)
+    for path in left:  # what the build wrote into the tree
+        shutil.rmtree(path, ignore_errors=True)
     [wheel] = wheels.glob("agent_ledger-*.whl")
     site = next((folder / "lib").glob("python3*/site-packages"))
     deps = next(p for p in map(Path, sys.path) if p.name == "site-packages" and p.is_dir())
