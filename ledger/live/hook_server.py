@@ -157,8 +157,11 @@ def serve(
         sock.unlink(missing_ok=True)  # the lock is ours: a socket there is a dead server's
         server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            server.bind(str(sock))
-            os.chmod(sock, 0o600)  # this user's calls only
+            mask = os.umask(0o177)  # this user's calls only, from the moment it is there
+            try:
+                server.bind(str(sock))
+            finally:
+                os.umask(mask)
             server.listen(64)
             info = Info(os.getpid(), _now(), str(sock), list(args), idle_s)
             _write_info(db, sock, info)

@@ -36,7 +36,7 @@ from tests.live.test_hook import calls_of, ingest_stops
 
 SIDECHAIN = REAL_LOGS / "02_claude_code_subagent_sidechain_v2.1.39.jsonl"
 DEADLINE_S = 30.0
-IDLE_S = 20  # the servers' idle time in these tests: they end by themselves soon after
+IDLE_S = 60  # the servers' idle time in these tests: they end by themselves soon after
 COLUMNS = "session_id, tool_use_id, decision, stop_reason, event_idx, action, counters"
 
 
@@ -386,6 +386,7 @@ def test_a_long_state_folder_gets_a_short_private_socket(
     else:
         monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
     sock = hook_server.socket_path(db, hook_args(db))
+    made = not sock.parent.exists()  # (then removed at the end)
     assert len(os.fsencode(hook_store.state_dir(db) / "hook-0123456789ab.sock")) > 107
     assert len(os.fsencode(sock)) <= hook_server.SOCKET_MAX
     assert sock.parent == (tmp_path / "r" / "agent-ledger" if runtime
@@ -398,8 +399,11 @@ def test_a_long_state_folder_gets_a_short_private_socket(
         assert oct(sock.parent.stat().st_mode & 0o777) == oct(0o700)
         assert "max_steps" in call(client(sock), calls[-1])
         assert [i.socket for i in hook_server.running(db)] == [str(sock)]
+        assert oct(sock.stat().st_mode & 0o777) == oct(0o600)
     finally:
         server.close()
+        if made:
+            sock.parent.rmdir()
     assert not sock.exists()
 
 
