@@ -349,21 +349,47 @@ def _dying_server(sock: Path) -> threading.Thread:
         conn.recv(65536)
         conn.close()
         listener.close()
+        sock.unlink()
 
     thread = threading.Thread(target=once)
     thread.start()
     return thread
 
 
+def _dying_hook_server(sock: Path) -> threading.Thread:
+    """The hook's server, whose handler ends its process's life (a SystemExit) mid-call."""
+
+    def die(_stdin: bytes) -> str:
+        raise SystemExit(1)
+
+    ready = threading.Event()
+
+    def life() -> None:
+        try:
+            hook_server.serve(sock, sock.parent / "l.db", die, ready=ready)
+        except SystemExit:
+            pass
+
+    thread = threading.Thread(target=life)
+    thread.start()
+    poll(ready.is_set)
+    return thread
+
+
 @pytest.mark.parametrize("fail_open", [False, True])
-def test_a_server_that_dies_mid_call_fails_closed(tmp_path: Path, fail_open: bool) -> None:
+@pytest.mark.parametrize("dying", [_dying_server, _dying_hook_server],
+                         ids=["a socket", "the hook's server"])
+def test_a_server_that_dies_mid_call_fails_closed(
+    tmp_path: Path, fail_open: bool, dying: Callable[[Path], threading.Thread]
+) -> None:
     _, calls = transcript_and_calls(tmp_path)
     sock = tmp_path / "dying.sock"
-    thread = _dying_server(sock)
+    thread = dying(sock)
     args = ["--fail-open"] if fail_open else []
     done = subprocess.run(client(sock, *args), input=json.dumps(calls[0]).encode(),
                           capture_output=True)
     thread.join(DEADLINE_S)
+    assert not thread.is_alive() and not sock.exists()  # it is gone, and its socket
     assert done.returncode == 0 and b"Traceback" not in done.stdout + done.stderr
     if fail_open:
         assert done.stdout == b""
