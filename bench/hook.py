@@ -229,7 +229,9 @@ def _timed_calls(
                 subprocess.run(argv["installed"], input=stdin, check=True, env=py.env,
                                capture_output=True)
                 extra["installed_first_call_ms"] = round(_ms(started), 1)
-                sock = argv["installed"][3]
+                command = argv["installed"]
+                sock = command[next(i for i, a in enumerate(command)
+                                    if a.endswith("hook_client.py")) + 1]
                 _wait(lambda s=sock: any(i.socket == s for i in hook_server.running(db)))
                 extra["installed_server_ready_ms"] = round(_ms(started), 1)
                 continue

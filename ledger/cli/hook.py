@@ -137,7 +137,7 @@ def _hook_executable() -> str:
     found = shutil.which("agent-ledger-hook")
     if found:
         return shlex.quote(str(Path(found).resolve()))
-    return f"{shlex.quote(sys.executable)} -m ledger.live.hook_main"
+    return f"{shlex.quote(sys.executable)} -P -m ledger.live.hook_main"  # -P: see hook_client
 
 
 def hook_command(
@@ -156,7 +156,7 @@ def hook_command(
 
     client = str(Path(hook_client.__file__).resolve())
     idle = [] if idle_seconds is None else [f"--idle-seconds={idle_seconds:g}"]
-    parts = [sys.executable, "-S", client, str(socket_path(db, args)), *args, *idle]
+    parts = [sys.executable, "-S", "-P", client, str(socket_path(db, args)), *args, *idle]
     return " ".join(map(shlex.quote, parts))
 
 

@@ -5,8 +5,8 @@ call costs an interpreter's start and one round trip, not agent-ledger's imports
 the hook input to the server listening on SOCKET and prints its answer.
 
 With no server there, it starts one, detached (its own session, no terminal, its errors
-appended to the hook log beside ``--db``): ``python -m ledger.live.hook_main serve --socket
-SOCKET ARGS...``; and answers this call itself, as the light hook (``python -m
+appended to the hook log beside ``--db``): ``python -P -m ledger.live.hook_main serve --socket
+SOCKET ARGS...``; and answers this call itself, as the light hook (``python -P -m
 ledger.live.hook_main claude-code ARGS...``, the same answer at the cost of a process's
 start). The next calls go to the server. A server that does not answer in time, or closes the
 connection without an answer, is a call that cannot be checked: denied (fail closed) unless
@@ -24,6 +24,9 @@ import sys
 TIMEOUT_S = 8.0  # under the hook's timeout in settings.json (10 s)
 HEADER = b"agent-ledger-hook/1\n"  # what the server's answer starts with (hook_server.HEADER)
 ENTRY = "ledger.live.hook_main"
+#: ``-P``: not the folder Claude Code runs the hook in first on the path, where a project's own
+#: ``ledger`` package would be imported in place of agent-ledger's.
+SAFE = ("-P", "-m")
 
 
 def main(argv: list[str]) -> None:
@@ -37,7 +40,7 @@ def main(argv: list[str]) -> None:
         conn.close()
         start_server(path, args)
         as_stdin(stdin)
-        os.execv(sys.executable, [sys.executable, "-m", ENTRY, "claude-code", *args])
+        os.execv(sys.executable, [sys.executable, *SAFE, ENTRY, "claude-code", *args])
     try:
         conn.sendall(stdin)
         conn.shutdown(_socket.SHUT_WR)
@@ -71,7 +74,7 @@ def start_server(path: str, args: list[str]) -> None:
     try:
         with open(log_path(args), "ab") as log:
             subprocess.Popen(
-                [sys.executable, "-m", ENTRY, "serve", "--socket", path, *args],
+                [sys.executable, *SAFE, ENTRY, "serve", "--socket", path, *args],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
                 start_new_session=True,
             )

@@ -116,7 +116,7 @@ def test_install_writes_the_client_or_the_plain_hook(
     command = json.loads(settings.read_text())["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
     args = f" --db {db}" + (" --fail-open --idle-seconds=60" if "--fail-open" in flags else "")
     if kind == "resident":
-        assert " -S " in command and "hook_client.py" in command
+        assert " -S -P " in command and "hook_client.py" in command
         sock = hook_server.socket_path(db, hook_args(db, fail_open="--fail-open" in flags))
         assert command.endswith(f" {sock}{args}")
         assert sock.parent == db.with_name("l.db.hook")
@@ -144,8 +144,10 @@ def test_uninstall_stops_the_server_the_client_started(tmp_path: Path) -> None:
     settings = tmp_path / ".claude" / "settings.json"
     command = json.loads(settings.read_text())["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
     [(sock, _)] = hook_settings.client_sockets(json.loads(settings.read_text()))
+    words = shlex.split(command)
+    args = words[words.index(sock) + 1:]
     server = subprocess.Popen([sys.executable, "-m", "ledger.live.hook_main", "serve",
-                               "--socket", sock, *shlex.split(command)[4:]])
+                               "--socket", sock, *args])
     try:
         [info] = poll(lambda: hook_server.running(db))
         assert (info.pid, info.socket) == (server.pid, sock)

@@ -151,6 +151,30 @@ def test_first_calls_at_once_start_one_server(reaper: Path) -> None:
     assert at_once([argv, argv], pair) == in_process(reaper / "alone2.db", budget, pair)
 
 
+def test_a_projects_own_ledger_package_is_not_imported(reaper: Path) -> None:
+    """Claude Code runs the hook in the project's folder: a ``ledger`` package there is not
+    the one the client's server and light hook import."""
+    project = reaper / "project"
+    (project / "ledger" / "live").mkdir(parents=True)
+    for init in ("ledger/__init__.py", "ledger/live/__init__.py"):
+        (project / init).write_text("raise SystemExit('the project's ledger was imported')\n")
+    _, calls = transcript_and_calls(reaper)
+    budget = budget_file(reaper, "max_steps = 4\nmax_seconds = 'off'\n")
+    db = reaper / "l.db"
+    argv = installed(db, budget)
+    expected = in_process(reaper / "alone.db", budget, [calls[0], calls[-1]])
+
+    def in_project(payload: dict[str, Any]) -> str:
+        done = subprocess.run(argv, input=json.dumps(payload).encode(), capture_output=True,
+                              check=True, cwd=project)
+        return done.stdout.decode().strip()
+
+    assert in_project(calls[0]) == expected[0]  # the light hook
+    poll(lambda: hook_server.running(db))
+    assert in_project(calls[-1]) == expected[1]  # the server
+    poll(lambda: [i.calls for i in hook_server.running(db)] == [1])
+
+
 def test_live_equals_replay_through_the_installed_client(reaper: Path) -> None:
     """Driven as Claude Code would, the installed command, call by call over a growing real
     transcript: the same decisions, rows and counters as the hook run in process."""
