@@ -68,7 +68,9 @@ def command(args: dict[str, Any]) -> Result:
 
     # With bytecode cached, as an installed package runs (pip compiles it when it installs),
     # whatever PYTHONDONTWRITEBYTECODE says in the benchmark's own environment.
-    env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    # ``unset``: variables the command must not see (PYTHONPATH, for an installed package).
+    gone = {"PYTHONDONTWRITEBYTECODE", *args.get("unset", ())}
+    env = {key: value for key, value in os.environ.items() if key not in gone}
     env.update(args.get("env", {}))
     seconds, proc = _timed(lambda: subprocess.run(args["argv"], env=env, capture_output=True,
                                                   check=False))
