@@ -163,10 +163,11 @@ class WorkerFailed(Exception):
 def _load_before_forking(options: Options) -> None:
     """Load once, before the workers are forked, what each would otherwise load for itself on
     its first text with a long token or its first round: the secret rule set (0.6-1 s of CPU
-    a process on this machine) and the price data (0.3 s). Forked workers share both (the
-    rule set's engine starts no thread, so forking after it is safe)."""
+    a process on this machine) and the prices (the remembered ones, else the library's data:
+    0.3 s). Forked workers share both (the rule set's engine starts no thread, so forking
+    after it is safe)."""
     secret_spans("_" * MIN_RUN)
-    options.prices.rates("")  # any model name loads the price data
+    options.prices.rates("")  # any model name loads the prices
 
 
 class Workers:
