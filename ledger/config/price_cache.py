@@ -68,28 +68,35 @@ class RememberedRates:
         return found
 
     def _read(self) -> dict[str, dict[str, Any]]:
-        self._models = {}
-        if self.path is not None:
-            try:
-                data = json.loads(self.path.read_bytes())
-            except (OSError, ValueError):
-                data = None
-            if isinstance(data, dict) and all(isinstance(v, dict) for v in data.values()):
-                self._models = data
+        self._models = _load(self.path)
         return self._models
 
     def _write(self) -> None:
-        """The whole file written anew, then renamed over the old one (a process that wrote
-        meanwhile loses what only it had learnt: asked again next time)."""
+        """The file written anew with what it holds now and what this process learnt (other
+        processes, ingest's workers among them, add to it meanwhile), then renamed over the
+        old one."""
         if self.path is None:
             return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(self._models), "utf-8")
+            tmp.write_text(json.dumps({**_load(self.path), **(self._models or {})}), "utf-8")
             os.replace(tmp, self.path)
         except OSError:
             pass
+
+
+def _load(path: Path | None) -> dict[str, dict[str, Any]]:
+    """The schedules kept in ``path``; none if it cannot be read or is not such a file."""
+    if path is None:
+        return {}
+    try:
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return {}
+    if isinstance(data, dict) and all(isinstance(v, dict) for v in data.values()):
+        return data
+    return {}
 
 
 def _answer(schedule: dict[str, Any], day: int | None) -> Rates | None:

@@ -90,3 +90,18 @@ def test_the_default_book_remembers(tmp_path, monkeypatch) -> None:
     assert book.rates("gpt-5") == prices.PriceBook(
         prices.LIBRARY, book.version, prices.library_rates).rates("gpt-5")
     assert (tmp_path / "agent-ledger" / f"genai-prices-{book.version}.json").exists()
+
+
+def test_processes_that_learn_at_once_add_to_the_file(tmp_path, monkeypatch) -> None:
+    """A process writes what the file holds now with what it learnt, so that what another
+    process (a worker of the same ingest) wrote since it read the file is kept."""
+    path = tmp_path / "genai-prices-x.json"
+    models = ["gemini-2.5-pro", "gpt-5", "claude-opus-4-6"]
+    expected = [prices.library_rates(m, None) for m in models]
+    one, two = RememberedRates(path), RememberedRates(path)
+    one(models[0], None)  # one reads the file (empty) and writes it
+    two(models[1], None)  # two reads it, with the first model, and writes it
+    one(models[2], None)  # one, which never saw the second model, writes it again
+    monkeypatch.setattr(prices, "_model_info", lambda model: pytest.fail(model))
+    later = RememberedRates(path)
+    assert [later(m, None) for m in models] == expected
