@@ -26,7 +26,6 @@ process should pass ``jobs=0``.
 from __future__ import annotations
 
 import marshal
-import multiprocessing
 import os
 import pickle
 import queue
@@ -37,9 +36,8 @@ import threading
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ledger.core.fold import Fold
 from ledger.core.secret_rules import MIN_RUN, secret_spans
@@ -49,6 +47,10 @@ from ledger.ingest.bulk import bulk_work
 from ledger.ingest.files import read_lines, tail_hash
 from ledger.ingest.options import Options
 from ledger.ingest.source import Cursor, Folded, Output, SharedSession, SourceFold
+
+if TYPE_CHECKING:  # multiprocessing is imported when workers start (an ingest of a few new
+    # lines starts none, and it costs a process some 7 ms to import)
+    from multiprocessing.connection import Connection
 
 START_METHOD = "fork" if sys.platform == "linux" else "spawn"  # see above
 #: The writer writes a step in about 5.5 us and a worker folds one in about 8: two workers
@@ -174,6 +176,8 @@ class Workers:
     """Worker processes folding ``jobs`` ahead of the writer; :meth:`batches` in file order."""
 
     def __init__(self, jobs: list[Job], count: int, options: Options, db_path: str) -> None:
+        import multiprocessing
+
         context = multiprocessing.get_context(START_METHOD)
         if START_METHOD == "fork":
             _load_before_forking(options)
