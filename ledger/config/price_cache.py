@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger.config import prices
+from ledger.config.user_cache import cache_folder
 from ledger.core.pricing import Rates, Tier
 
 #: The first day of POSIX time, from which a schedule's start days are counted.
@@ -32,10 +33,8 @@ _EPOCH = date(1970, 1, 1).toordinal()
 
 def cache_file(version: str) -> Path | None:
     """Where the schedules of price data ``version`` are kept (None: no cache folder)."""
-    base = os.environ.get("XDG_CACHE_HOME") or (
-        os.path.join(home, ".cache") if (home := os.environ.get("HOME")) else None
-    )
-    return Path(base, "agent-ledger", f"genai-prices-{version}.json") if base else None
+    folder = cache_folder()
+    return None if folder is None else folder / f"genai-prices-{version}.json"
 
 
 class RememberedRates:
