@@ -178,7 +178,8 @@ def test_every_relative_link_reaches_a_file_and_heading(document: Path) -> None:
 REPO_PATH = re.compile(r"`((?:ledger|plugins|tests|bench|scripts|docs|sample_ledgers)/[^`\s]*)`")
 
 
-#: Folders git ignores (and what lies in them), made by a run (the benchmark's corpus, the browser tests' screenshots).
+#: Folders git ignores, made by a run, and what lies in them (the benchmark's corpus and venvs,
+#: the browser tests' screenshots).
 GENERATED = frozenset({"bench/data/", "tests/screenshots/"})
 
 

@@ -6,7 +6,7 @@ What is asked of it is a model's rates on a UTC day (:func:`ledger.config.prices
 library_rates`), and its answer depends on nothing but its version, the model's name and
 the day; the day only through the start dates of the model's prices. So the first time a
 process asks for a model, the model's whole schedule (each of its prices, with the day it
-starts) is written to ``genai-prices-VERSION.json`` in the user's cache folder
+starts) is written to ``genai-prices-VERSION-fFORMAT.json`` in the user's cache folder
 (``$XDG_CACHE_HOME/agent-ledger``, else ``~/.cache/agent-ledger``), and later processes
 answer every day from there without importing the library: the same rates, so the same
 costs. A model whose price depends on the time of day is asked of the library every time.
@@ -31,10 +31,16 @@ from ledger.core.pricing import Rates, Tier
 _EPOCH = date(1970, 1, 1).toordinal()
 
 
+#: The layout of the file's schedules: raised when :func:`_schedule` or the JSON form of the
+#: rates changes, so an older agent-ledger's file is never read as this one's.
+FORMAT = 1
+
+
 def cache_file(version: str) -> Path | None:
     """Where the schedules of price data ``version`` are kept (None: no cache folder)."""
     folder = cache_folder()
-    return None if folder is None else folder / f"genai-prices-{version}.json"
+    name = f"genai-prices-{version}-f{FORMAT}.json"
+    return None if folder is None else folder / name
 
 
 class RememberedRates:

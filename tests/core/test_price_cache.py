@@ -61,8 +61,8 @@ def test_without_a_cache_folder_nothing_is_remembered(tmp_path) -> None:
 @pytest.mark.parametrize(
     ("env", "expected"),
     [
-        ({"XDG_CACHE_HOME": "/c", "HOME": "/h"}, "/c/agent-ledger/genai-prices-1.2.json"),
-        ({"HOME": "/h"}, "/h/.cache/agent-ledger/genai-prices-1.2.json"),
+        ({"XDG_CACHE_HOME": "/c", "HOME": "/h"}, "/c/agent-ledger/genai-prices-1.2-f1.json"),
+        ({"HOME": "/h"}, "/h/.cache/agent-ledger/genai-prices-1.2-f1.json"),
         ({}, None),
     ],
 )
@@ -89,7 +89,7 @@ def test_the_default_book_remembers(tmp_path, monkeypatch) -> None:
     book = prices.library_book()
     assert book.rates("gpt-5") == prices.PriceBook(
         prices.LIBRARY, book.version, prices.library_rates).rates("gpt-5")
-    assert (tmp_path / "agent-ledger" / f"genai-prices-{book.version}.json").exists()
+    assert (tmp_path / "agent-ledger" / f"genai-prices-{book.version}-f1.json").exists()
 
 
 def test_processes_that_learn_at_once_add_to_the_file(tmp_path, monkeypatch) -> None:
