@@ -22,7 +22,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ledger.core.pricing import PriceBook
 from ledger.ingest.options import Options
 from ledger.live import hook_store
 from ledger.live.hook import HookInputError
@@ -30,7 +29,6 @@ from ledger.live.hook_run import OptionsFor, output, run, verdict_of_failure
 
 COMMAND = "claude-code"
 SERVE = "serve"
-ACTION_MAP_FILE = "action_map.json"
 #: ``--idle-seconds`` is the server's: the client passes the same arguments to the server it
 #: starts and to the light hook that answers meanwhile, which ignores it.
 _VALUED = {"--db": "db", "--budget-file": "budget_file", "--vendor-map": "vendor_map",
@@ -104,19 +102,16 @@ def parse(argv: list[str]) -> Arguments:
 
 def options_for(
     budget_pairs: list[str] | tuple[str, ...], vendor_map: str | None, prices: str | None,
-    state: Path | None = None,
 ) -> OptionsFor:
     """Given the budget file found for a session, the options to fold under: what
     ``make_options`` of the command line makes, without click (a bad file is a
-    :class:`HookInputError`, and the call is denied saying why). With the hook's ``state``
-    folder, the default action map's parse is remembered there (a process reads it once)."""
+    :class:`HookInputError`, and the call is denied saying why). The price rates and the
+    default action map's parse come from the user's cache folder where earlier processes
+    left them (:mod:`ledger.config.user_cache`), so a call imports neither the price library
+    nor tomllib."""
 
     def make(found: str | None) -> Options:
-        from ledger.config.action_map import (
-            ActionMapError,
-            default_action_map,
-            remembered_default_map,
-        )
+        from ledger.config.action_map import ActionMapError, default_action_map
         from ledger.config.fold_options import options_from_files
         from ledger.config.prices import PricesError, load_prices
         from ledger.core.budget import BudgetError
@@ -125,9 +120,7 @@ def options_for(
         try:
             return options_from_files(
                 budget_pairs, found, vendor_map,
-                load_prices(prices) if prices else _library_book(),
-                remembered_default_map(state / ACTION_MAP_FILE) if state
-                else default_action_map(),
+                load_prices(prices), default_action_map(),
             )
         except (BudgetError, VendorMapError, PricesError, ActionMapError, OSError) as exc:
             raise HookInputError(str(exc)) from None
@@ -163,16 +156,6 @@ def _stamp(path: str | None) -> tuple[int, ...] | None:
     return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
-def _library_book() -> PriceBook:
-    """The price library's book (:func:`ledger.config.prices.library_book`), its version read
-    without :mod:`importlib.metadata` (about 30 ms a call) where the folder tells it."""
-    from ledger.config.prices import LIBRARY, library_book, library_rates
-    from ledger.core.installed import installed_version
-
-    version = installed_version("genai_prices", LIBRARY)
-    return PriceBook(LIBRARY, version, library_rates) if version else library_book()
-
-
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == [SERVE]:
@@ -183,7 +166,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.stdout.write(output(verdict_of_failure(None, exc, "--fail-open" in argv), None))
         return
     db = args.db_path
-    make = options_for(args.budget_pairs, args.vendor_map, args.prices, hook_store.state_dir(db))
+    make = options_for(args.budget_pairs, args.vendor_map, args.prices)
     text = run(sys.stdin.buffer.read(), db, make, args.budget_file, args.fail_open)
     if text:
         sys.stdout.write(text + "\n")
@@ -210,8 +193,8 @@ def serve(args: Arguments, idle_s: float | None = None, announce: bool = False) 
 
     db = args.db_path
     sock = Path(args.socket) if args.socket else hook_server.socket_path(db, args.hook_args())
-    make = kept(options_for(args.budget_pairs, args.vendor_map, args.prices,
-                            hook_store.state_dir(db)), [args.vendor_map, args.prices])
+    make = kept(options_for(args.budget_pairs, args.vendor_map, args.prices),
+                [args.vendor_map, args.prices])
 
     def warm() -> None:
         from ledger.core.redact import redact

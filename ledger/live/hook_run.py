@@ -14,7 +14,6 @@ import json
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 
 from ledger.ingest.options import Options
@@ -31,8 +30,6 @@ from ledger.live.hook import (
     count_family,
     decide,
 )
-from ledger.live.hook_prices import FILE as PRICES_FILE
-from ledger.live.hook_prices import RememberedPrices
 
 BUDGET_FILE = ".agent-ledger.toml"
 #: Given the budget file found for the session (or None), the options to fold under.
@@ -80,8 +77,7 @@ def run(
 
 def _answer(payload: Payload, db: Path, options: Options) -> Verdict | None:
     """Fold the transcript's new lines; for a ``PreToolUse``, the verdict on its call."""
-    prices = RememberedPrices(options.prices, hook_store.state_dir(db) / PRICES_FILE)
-    fold = replace(options, prices=prices.book).make_fold()
+    fold = options.make_fold()
     path = hook_store.state_file(db, payload.session_id)
     family = options.subagents_count_in_parent
     with hook_store.locked(path):
@@ -96,12 +92,10 @@ def _answer(payload: Payload, db: Path, options: Options) -> Verdict | None:
             count_family(state, fold, payload.session_id, read)
         hook_store.save(path, state, clean_already)
     if payload.event != PRE_TOOL_USE:
-        prices.save()
         return None
     if not payload.tool_use_id:
         raise HookInputError("PreToolUse input has no 'tool_use_id'")
     verdict = decide(state, fold, payload, family)
-    prices.save()
     return verdict
 
 

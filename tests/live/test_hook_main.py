@@ -12,10 +12,8 @@ from typing import Any
 import pytest
 
 from ledger.cli.options import make_options
-from ledger.config.prices import library_book
 from ledger.live.hook import HookInputError
 from ledger.live.hook_main import Arguments, main, options_for, parse, serve_main
-from ledger.live.hook_prices import RememberedPrices
 from tests.helpers import REAL_LOGS, rows
 
 SOURCE = REAL_LOGS / "01_claude_code_main_session_short_v2.1.38.jsonl"
@@ -142,30 +140,3 @@ def test_a_plain_call_imports_only_what_the_hook_needs(tmp_path: Path) -> None:
     assert loaded[1] == []
     assert [r["decision"] for r in rows(db, "select decision from hook_decisions")] == [
         "allow", "allow"]
-
-
-def test_remembered_prices_are_the_librarys(tmp_path: Path) -> None:
-    book = library_book()
-    path = tmp_path / "prices.json"
-    asked = [("claude-opus-4-6", 1770845575.5), ("claude-opus-4-6", 1770845575.5 + 86_400 * 30),
-             ("claude-sonnet-4-5-20250929", None), ("no-such-model", 1770845575.5)]
-    first = RememberedPrices(book, path)
-    assert [first.book.rates(m, at) for m, at in asked] == [book.rates(m, at) for m, at in asked]
-    first.save()
-
-    def never(model: str, at: float | None) -> Any:
-        raise AssertionError(f"asked the library for {model}")
-
-    again = RememberedPrices(book, path)
-    again.library = never
-    assert [again.lookup(m, at) for m, at in asked] == [book.lookup(m, at) for m, at in asked]
-    assert not again.changed
-
-
-def test_remembered_prices_of_another_version_are_forgotten(tmp_path: Path) -> None:
-    path = tmp_path / "prices.json"
-    path.write_text(json.dumps({"version": "0.0.1", "models": {"m": {"by_time_of_day": False,
-                                                                     "days": {"1": None}}}}))
-    assert RememberedPrices(library_book(), path).models == {}
-    path.write_text("not json")
-    assert RememberedPrices(library_book(), path).models == {}
