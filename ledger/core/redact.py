@@ -93,9 +93,10 @@ bare hex run. Redaction is idempotent: a marker is never matched again, so redac
 changes nothing and counts zero the second time.
 
 Speed (this runs on every ingested text): the rule set's pass has a prefilter of its own
-(:data:`ledger.core.secret_rules.MIN_RUN`). The first pass's fast path is one substring test
-per trigger (``PRIVATE KEY``, ``eyJ``, ``sk-``, ``AKIA``, ``://``, ... and, in the lowercased
-text, ``password``, ``token``, ``bearer``, ...). Text that wakes neither is returned as it is,
+(:data:`ledger.core.secret_rules.MIN_RUN`). The first pass's fast path is one search for all
+its triggers at once (``PRIVATE KEY``, ``eyJ``, ``sk-``, ``AKIA``, ``://``, ... and, in the
+lowercased text, ``password``, ``token``, ``bearer``, ...; an Aho-Corasick automaton, one pass
+over the text). Text that wakes neither is returned as it is,
 the very same object. Otherwise only the rules whose triggers occur run (the key-word rule only
 when a key word is followed by ``=`` or ``:``), and every pattern starts with a literal or a
 character class so that the regex engine jumps from candidate to candidate.
@@ -110,6 +111,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from ahocorasick_rs import BytesAhoCorasick
 
 from ledger.core.secret_rules import secret_spans
 
@@ -387,27 +390,40 @@ _TRIGGERS: tuple[tuple[str, bool, tuple[int, ...]], ...] = tuple(
     (t, folded, tuple(i for i, r in enumerate(_RULES) if t in r.triggers and r.folded == folded))
     for t, folded in dict.fromkeys((t, r.folded) for r in _RULES for t in r.triggers)
 )
+_PLAIN_WAKES = tuple(ids for _, folded, ids in _TRIGGERS if not folded)
+_FOLDED_WAKES = tuple(ids for _, folded, ids in _TRIGGERS if folded)
+#: The triggers (all ASCII) found in a text's UTF-8 bytes in one pass each, every occurrence
+#: of every trigger (``overlapping``): an ASCII substring occurs in the bytes exactly where it
+#: occurs in the text.
+_FIND_PLAIN = BytesAhoCorasick([t.encode() for t, folded, _ in _TRIGGERS if not folded])
+_FIND_FOLDED = BytesAhoCorasick([t.encode() for t, folded, _ in _TRIGGERS if folded])
 
 
 def _active_rules(text: str) -> list[_Rule]:
     """The fast path: the rules whose trigger occurs in ``text``, in order; usually none.
 
-    One substring test (``in``, a fast scan in C) per distinct trigger. Measured faster than
-    a single case-insensitive regex alternation of all the triggers, which Python's regex
-    engine tries position by position.
+    Each text (and its folded twin) is searched for every trigger at once by an Aho-Corasick
+    automaton: one pass over it in Rust, whatever the number of triggers. Measured against a
+    substring test per trigger (``in``, 41 of them): 1.7 against 5.1 us for a detail of 140
+    characters, a tenth of the time for the few KB of a session's saved state; a regex
+    alternation of the triggers, tried position by position, is slower than both.
     """
     folded = _fold(text)
     woken: set[int] = set()
-    for trigger, in_folded, ids in _TRIGGERS:
-        if trigger in (folded if in_folded else text):
-            woken.update(ids)
-    if not woken:
-        return []
-    return [
-        rule
-        for i, rule in enumerate(_RULES)
-        if i in woken and (not rule.gates or any(g.search(folded) for g in rule.gates))
-    ]
+    for index, _, _ in _FIND_PLAIN.find_matches_as_indexes(
+        text.encode("utf-8", "surrogatepass"), overlapping=True
+    ):
+        woken.update(_PLAIN_WAKES[index])
+    for index, _, _ in _FIND_FOLDED.find_matches_as_indexes(
+        folded.encode("utf-8", "surrogatepass"), overlapping=True
+    ):
+        woken.update(_FOLDED_WAKES[index])
+    rules = []
+    for i in sorted(woken):
+        rule = _RULES[i]
+        if not rule.gates or any(g.search(folded) for g in rule.gates):
+            rules.append(rule)
+    return rules
 
 
 #: Texts that no rule can find a secret in: hex digits (hashes, ids), numbers, timestamps and
