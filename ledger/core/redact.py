@@ -112,7 +112,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ahocorasick_rs import BytesAhoCorasick
+from ahocorasick_rs import BytesAhoCorasick, Implementation
 
 from ledger.core.secret_rules import secret_spans
 
@@ -300,16 +300,17 @@ _ASSIGNMENT = (
     + r"))"
 )
 #: Cheap confirmations before _ASSIGNMENT runs: a key word followed by a separator. Each
-#: starts with a literal, so each is a fast scan; "input_tokens": 12 fails them all.
+#: starts with a literal (one of the rule's triggers, given with it), so each is a fast scan;
+#: "input_tokens": 12 fails them all.
 _ASSIGNMENT_GATES = tuple(
-    re.compile(word + _KEY_END + r"[ \t]*[:=]")
-    for word in (
-        r"secret(?:[_-]?access)?(?:[_-]?(?:key|string|value))?",
-        r"pass(?:w(?:or)?d|phrase)?",
-        r"credentials?",
-        r"pwd",
-        r"token",
-        r"api[_-]?key",
+    (trigger, re.compile(word + _KEY_END + r"[ \t]*[:=]"))
+    for trigger, word in (
+        ("secret", r"secret(?:[_-]?access)?(?:[_-]?(?:key|string|value))?"),
+        ("pass", r"pass(?:w(?:or)?d|phrase)?"),
+        ("credential", r"credentials?"),
+        ("pwd", r"pwd"),
+        ("token", r"token"),
+        ("api", r"api[_-]?key"),
     )
 )
 
@@ -332,8 +333,10 @@ class _Rule:
     triggers: tuple[str, ...]
     #: ... (or in the folded text, where the pattern then runs too) ...
     folded: bool = False
-    #: ... and, if given, one of these also matches there.
-    gates: tuple[re.Pattern[str], ...] = ()
+    #: ... and, if given, one of these also matches there (in the folded text). Each gate is
+    #: given with the trigger it starts with, and tried only where that trigger was found:
+    #: elsewhere it cannot match (the Discord gate's "." too: folding keeps every ".").
+    gates: tuple[tuple[str, re.Pattern[str]], ...] = ()
     #: Given a match, the kind to record (default: ``kind``). Never declines a match: a match
     #: left unchanged would still consume its text and could hide a secret inside it.
     classify: Callable[[re.Match[str]], str] | None = None
@@ -358,7 +361,10 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("google-api-key", re.compile(_GOOGLE), ("AIza",)),
     _Rule("aws-access-key", re.compile(_AWS_ACCESS), ("AKIA", "ASIA")),
     _Rule("telegram-bot-token", re.compile(_TELEGRAM), (":AA",)),
-    _Rule("discord-bot-token", re.compile(_DISCORD), (".",), gates=(re.compile(_DISCORD_GATE),)),
+    _Rule(
+        "discord-bot-token", re.compile(_DISCORD), (".",),
+        gates=((".", re.compile(_DISCORD_GATE)),),
+    ),
     _Rule("webhook-token", re.compile(_WEBHOOK), ("/api/webhooks/",)),
     _Rule("sentry-token", re.compile(_SENTRY), ("sntrys_", "sntryu_")),
     _Rule("tavily-key", re.compile(_TAVILY), ("tvly-",)),
@@ -395,8 +401,12 @@ _FOLDED_WAKES = tuple(ids for _, folded, ids in _TRIGGERS if folded)
 #: The triggers (all ASCII) found in a text's UTF-8 bytes in one pass each, every occurrence
 #: of every trigger (``overlapping``): an ASCII substring occurs in the bytes exactly where it
 #: occurs in the text.
-_FIND_PLAIN = BytesAhoCorasick([t.encode() for t, folded, _ in _TRIGGERS if not folded])
-_FIND_FOLDED = BytesAhoCorasick([t.encode() for t, folded, _ in _TRIGGERS if folded])
+_PLAIN_TRIGGERS = tuple(t for t, folded, _ in _TRIGGERS if not folded)
+_FOLDED_TRIGGERS = tuple(t for t, folded, _ in _TRIGGERS if folded)
+_FIND_PLAIN, _FIND_FOLDED = (
+    BytesAhoCorasick([t.encode() for t in triggers], implementation=Implementation.DFA)
+    for triggers in (_PLAIN_TRIGGERS, _FOLDED_TRIGGERS)
+)
 
 
 def _active_rules(text: str) -> list[_Rule]:
@@ -409,19 +419,24 @@ def _active_rules(text: str) -> list[_Rule]:
     alternation of the triggers, tried position by position, is slower than both.
     """
     folded = _fold(text)
+    plain = {i for i, _, _ in _FIND_PLAIN.find_matches_as_indexes(
+        text.encode("utf-8", "surrogatepass"), overlapping=True)}
+    keyed = {i for i, _, _ in _FIND_FOLDED.find_matches_as_indexes(
+        folded.encode("utf-8", "surrogatepass"), overlapping=True)}
+    if not plain and not keyed:
+        return []
     woken: set[int] = set()
-    for index, _, _ in _FIND_PLAIN.find_matches_as_indexes(
-        text.encode("utf-8", "surrogatepass"), overlapping=True
-    ):
-        woken.update(_PLAIN_WAKES[index])
-    for index, _, _ in _FIND_FOLDED.find_matches_as_indexes(
-        folded.encode("utf-8", "surrogatepass"), overlapping=True
-    ):
-        woken.update(_FOLDED_WAKES[index])
+    for i in plain:
+        woken.update(_PLAIN_WAKES[i])
+    for i in keyed:
+        woken.update(_FOLDED_WAKES[i])
+    found = {_PLAIN_TRIGGERS[i] for i in plain} | {_FOLDED_TRIGGERS[i] for i in keyed}
     rules = []
     for i in sorted(woken):
         rule = _RULES[i]
-        if not rule.gates or any(g.search(folded) for g in rule.gates):
+        if not rule.gates or any(
+            trigger in found and gate.search(folded) for trigger, gate in rule.gates
+        ):
             rules.append(rule)
     return rules
 
@@ -439,9 +454,13 @@ def redact_counts(text: str) -> tuple[str, dict[str, int]]:
     """
     if PLAIN_TEXT.fullmatch(text):
         return text, {}
-    rules = _active_rules(text)
+    return _redacted_counts(text)
+
+
+def _redacted_counts(text: str) -> tuple[str, dict[str, int]]:
+    """:func:`redact_counts` of a text known not to be :data:`PLAIN_TEXT`."""
     counts: dict[str, int] = {}
-    for rule in rules:
+    for rule in _active_rules(text):
         text = _apply(rule, text, counts)
     return _apply_rule_set(text, counts), counts
 
@@ -459,7 +478,7 @@ def redact(text: str) -> tuple[str, int]:
         return known
     if PLAIN_TEXT.fullmatch(text):  # not remembered: most such texts (hashes, times) are unique
         return text, 0
-    cleaned, counts = redact_counts(text)
+    cleaned, counts = _redacted_counts(text)
     result = (cleaned, sum(counts.values()))
     if len(text) <= MEMO_CHARS:
         if len(_MEMO) >= MEMO_ENTRIES:

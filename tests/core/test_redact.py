@@ -857,6 +857,13 @@ MIXED_TEXT = st.lists(
 ).map("".join)
 
 
+def test_each_gate_starts_with_the_trigger_it_is_given_with() -> None:
+    """A gate is tried only where its trigger was found: it must start with it, so that it
+    cannot match anywhere else."""
+    gated = [(t, g) for r in _RULES for t, g in r.gates]
+    assert gated and all(g.pattern.startswith(re.escape(t)) for t, g in gated)
+
+
 TRIGGER_TEXT = st.lists(
     st.one_of(st.sampled_from([t for t, _, _ in _TRIGGERS]), st.sampled_from(FRAGMENTS),
               st.text(max_size=3), st.sampled_from(["\ud83d", "\udc00", "\u0130"])),
@@ -873,7 +880,7 @@ def test_the_trigger_search_wakes_the_rules_a_substring_test_does(text: str) -> 
     woken = {i for t, in_folded, ids in _TRIGGERS if t in (folded if in_folded else text)
              for i in ids}
     expected = [r for i, r in enumerate(_RULES)
-                if i in woken and (not r.gates or any(g.search(folded) for g in r.gates))]
+                if i in woken and (not r.gates or any(g.search(folded) for _, g in r.gates))]
     assert _active_rules(text) == expected
 
 
