@@ -96,7 +96,7 @@ Speed (this runs on every ingested text): the rule set's pass has a prefilter of
 (:data:`ledger.core.secret_rules.MIN_RUN`). The first pass's fast path is one search for all
 its triggers at once (``PRIVATE KEY``, ``eyJ``, ``sk-``, ``AKIA``, ``://``, ... and, in the
 lowercased text, ``password``, ``token``, ``bearer``, ...; an Aho-Corasick automaton, one pass
-over the text). Text that wakes neither is returned as it is,
+over the lowercased text). Text that wakes neither is returned as it is,
 the very same object. Otherwise only the rules whose triggers occur run (the key-word rule only
 when a key word is followed by ``=`` or ``:``), and every pattern starts with a literal or a
 character class so that the regex engine jumps from candidate to candidate.
@@ -396,41 +396,38 @@ _TRIGGERS: tuple[tuple[str, bool, tuple[int, ...]], ...] = tuple(
     (t, folded, tuple(i for i, r in enumerate(_RULES) if t in r.triggers and r.folded == folded))
     for t, folded in dict.fromkeys((t, r.folded) for r in _RULES for t in r.triggers)
 )
-_PLAIN_WAKES = tuple(ids for _, folded, ids in _TRIGGERS if not folded)
-_FOLDED_WAKES = tuple(ids for _, folded, ids in _TRIGGERS if folded)
-#: The triggers (all ASCII) found in a text's UTF-8 bytes in one pass each, every occurrence
-#: of every trigger (``overlapping``): an ASCII substring occurs in the bytes exactly where it
-#: occurs in the text.
-_PLAIN_TRIGGERS = tuple(t for t, folded, _ in _TRIGGERS if not folded)
-_FOLDED_TRIGGERS = tuple(t for t, folded, _ in _TRIGGERS if folded)
-_FIND_PLAIN, _FIND_FOLDED = (
-    BytesAhoCorasick([t.encode() for t in triggers], implementation=Implementation.DFA)
-    for triggers in (_PLAIN_TRIGGERS, _FOLDED_TRIGGERS)
-)
+#: Each trigger lowercased, once, and the triggers that lowercase to it. A trigger occurs in
+#: the text only where its lowercase occurs in the folded text (folding is character for
+#: character), so one pass over the folded text finds every candidate; a trigger of the text
+#: as it is is then confirmed there, a substring test.
+_LOWERED = tuple(dict.fromkeys(t.lower() for t, _, _ in _TRIGGERS))
+_CANDIDATES = tuple(tuple(trig for trig in _TRIGGERS if trig[0].lower() == low) for low in _LOWERED)
+#: Every occurrence of every lowercased trigger (``overlapping``) in the folded text's UTF-8
+#: bytes: the triggers are ASCII, so they occur in the bytes exactly where in the text.
+_FIND = BytesAhoCorasick([t.encode() for t in _LOWERED], implementation=Implementation.DFA)
 
 
 def _active_rules(text: str) -> list[_Rule]:
     """The fast path: the rules whose trigger occurs in ``text``, in order; usually none.
 
-    Each text (and its folded twin) is searched for every trigger at once by an Aho-Corasick
-    automaton: one pass over it in Rust, whatever the number of triggers. Measured against a
-    substring test per trigger (``in``, 41 of them): 1.7 against 5.1 us for a detail of 140
-    characters, a tenth of the time for the few KB of a session's saved state; a regex
-    alternation of the triggers, tried position by position, is slower than both.
+    The folded text is searched for every trigger at once by an Aho-Corasick automaton: one
+    pass over it in Rust, whatever the number of triggers. Measured against a substring test
+    per trigger (``in``, 41 of them): 3-4 against 7-9 us for a detail of 140 characters, and
+    a fraction of the time for the few KB of a session's saved state; a regex alternation of
+    the triggers, tried position by position, is slower than both.
     """
     folded = _fold(text)
-    plain = {i for i, _, _ in _FIND_PLAIN.find_matches_as_indexes(
-        text.encode("utf-8", "surrogatepass"), overlapping=True)}
-    keyed = {i for i, _, _ in _FIND_FOLDED.find_matches_as_indexes(
+    hits = {i for i, _, _ in _FIND.find_matches_as_indexes(
         folded.encode("utf-8", "surrogatepass"), overlapping=True)}
-    if not plain and not keyed:
+    if not hits:
         return []
     woken: set[int] = set()
-    for i in plain:
-        woken.update(_PLAIN_WAKES[i])
-    for i in keyed:
-        woken.update(_FOLDED_WAKES[i])
-    found = {_PLAIN_TRIGGERS[i] for i in plain} | {_FOLDED_TRIGGERS[i] for i in keyed}
+    found: set[str] = set()
+    for i in hits:
+        for trigger, in_folded, ids in _CANDIDATES[i]:
+            if in_folded or trigger in text:
+                woken.update(ids)
+                found.add(trigger)
     rules = []
     for i in sorted(woken):
         rule = _RULES[i]
