@@ -7,8 +7,9 @@ once, then times whole processes, as a user's shell starts them, taking turns:
 
 - ``python``: ``python -c pass``, the interpreter's own start, for scale;
 - ``noop``: ``agent-ledger ingest DB PROJECTS`` again, nothing new (the console script of
-  pyproject.toml, built here as pip builds it, so the entry point measured is the one
-  installed);
+  the package installed from its wheel, as a user installs it: :mod:`installed`);
+- ``noop editable`` (with ``--editable``): the same from the development checkout's editable
+  install (its path finder's imports are added to every start of Python, some 15 ms here);
 - ``ccusage``: ``ccusage claude daily --offline --json`` over the same folder (it reads
   every file again each run: it keeps nothing between runs);
 - ``grown N``: the same ingest after a turn was appended to N of the files (5 and 50 by
@@ -40,13 +41,13 @@ import subprocess
 import sys
 import tempfile
 import time
-import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
 import ccusage  # noqa: E402
+import installed  # noqa: E402
 import real_corpus  # noqa: E402
 
 
@@ -66,19 +67,6 @@ class Grower:
     def __call__(self, files: int) -> None:
         self.seed += 1
         real_corpus.grow(self.folder, files, self.seed)
-
-
-def console_script(folder: Path, python: str) -> Path:
-    """The ``agent-ledger`` script pip would install from pyproject.toml's entry point."""
-    spec = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
-    module, _, func = spec["agent-ledger"].partition(":")
-    script = folder / "agent-ledger"
-    script.write_text(
-        f"#!{python}\nimport sys\nfrom {module} import {func}\n"
-        f"if __name__ == '__main__':\n    sys.exit({func}())\n"
-    )
-    script.chmod(0o755)
-    return script
 
 
 def timed(command: list[str], env: dict[str, str]) -> tuple[float, str]:
@@ -101,8 +89,8 @@ def main() -> None:
     parser.add_argument("--ccusage", help="The ccusage command (default: the one "
                         "bench/ccusage.py installs into bench/data/node/).")
     parser.add_argument("--keep", type=Path, help="Build in this folder and keep it.")
-    parser.add_argument("--python", default=sys.executable,
-                        help="The interpreter of the console script (default: this one).")
+    parser.add_argument("--editable", action="store_true",
+                        help="Also time the no-op from the editable install of this checkout.")
     args = parser.parse_args()
     work = args.keep or Path(tempfile.mkdtemp(prefix="rerun-"))
     shutil.rmtree(work / "claude", ignore_errors=True)
@@ -113,21 +101,27 @@ def main() -> None:
     size = sum(p.stat().st_size for p in projects.rglob("*.jsonl"))
     # As an installed package runs: from its bytecode (pip compiles it when it installs), so
     # the first ingest writes it, whatever PYTHONDONTWRITEBYTECODE says here.
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "plugins")]),
-           "CLAUDE_CONFIG_DIR": str(work / "claude")}
+    env = {**os.environ, "CLAUDE_CONFIG_DIR": str(work / "claude")}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    script = console_script(work, args.python)
+    env.pop("PYTHONPATH", None)  # the installed package, not a working tree
+    script = installed.console_script(ROOT / "bench" / "data")
     ours = [str(script), "ingest", str(work / "ledger.db"), str(projects)]
     first, _ = timed(ours, env)
     print(f"load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} cores; "
           f"{args.files} files, {size / 1e6:.1f} MB; first ingest {first:.0f} ms")
     grown = args.grown or [5, 50]
-    kinds = {"python": [args.python, "-c", "pass"], "noop": ours,
+    kinds = {"python": [str(script.with_name("python")), "-c", "pass"], "noop": ours,
              **{f"grown {n}": ours for n in grown}}
+    envs = {kind: env for kind in kinds}
+    if args.editable:  # this checkout's code, imported through the editable install's finder
+        kinds["noop editable"] = [sys.executable, "-m", "ledger", *ours[1:]]
+        envs["noop editable"] = {**env, "PYTHONPATH": os.pathsep.join(
+            [str(ROOT), str(ROOT / "plugins")])}
     exe, note = ((Path(args.ccusage), "given") if args.ccusage
                  else ccusage.install(ROOT / "bench" / "data" / "node"))
     if exe is not None and shutil.which(str(exe)):
         kinds["ccusage"] = ccusage.argv(exe, "claude")
+        envs["ccusage"] = env
     else:
         print(f"ccusage: not run ({note})")
     times: dict[str, list[float]] = {kind: [] for kind in kinds}
@@ -135,10 +129,10 @@ def main() -> None:
         for kind, command in kinds.items():
             if kind.startswith("grown"):
                 grow(int(kind.split()[1]))
-            took, out = timed(command, env)
+            took, out = timed(command, envs[kind])
             times[kind].append(took)
             print(f"round {round_ + 1} {kind}: {took:.1f} ms"
-                  + (f"  ({out.splitlines()[0]})" if command is ours else ""))
+                  + (f"  ({out.splitlines()[0]})" if command[1:] == ours[1:] else ""))
     medians = {kind: statistics.median(t) for kind, t in times.items()}
     report(times, medians)
     in_process(work / "ledger.db", projects, grow, args.rounds, (0, *sorted(set(grown))))

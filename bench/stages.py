@@ -68,7 +68,9 @@ def command(args: dict[str, Any]) -> Result:
 
     # With bytecode cached, as an installed package runs (pip compiles it when it installs),
     # whatever PYTHONDONTWRITEBYTECODE says in the benchmark's own environment.
-    env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    # ``unset``: variables the command must not see (PYTHONPATH, for an installed package).
+    gone = {"PYTHONDONTWRITEBYTECODE", *args.get("unset", ())}
+    env = {key: value for key, value in os.environ.items() if key not in gone}
     env.update(args.get("env", {}))
     seconds, proc = _timed(lambda: subprocess.run(args["argv"], env=env, capture_output=True,
                                                   check=False))
@@ -118,10 +120,17 @@ def _agent_ledger(command: list[str]) -> tuple[float, int, str]:
 
 
 def ingest(args: dict[str, Any]) -> Result:
+    """``agent-ledger ingest`` in this process, timed around the command (``imported``: with
+    the command's modules imported first, so that the time is its work and what it loads
+    on first use, without Python's start or the imports: a whole command's start-up is its
+    wall time less this)."""
     jobs = args.get("jobs")
     command = ["ingest", args["db"], *args["paths"], "--no-progress", "--json"]
     if jobs is not None:
         command += ["--jobs", str(jobs)]
+    if args.get("imported"):
+        import ledger.cli.group
+        import ledger.cli.ingest  # noqa: F401
     seconds, code, output = _agent_ledger(command)
     if code not in (0, 3):
         raise SystemExit(f"agent-ledger ingest exited with {code}")

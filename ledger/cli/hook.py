@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import shlex
 import shutil
-import signal
 import sys
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -62,22 +62,14 @@ def claude_code_command(
     Example (what Claude Code runs; `hook install` writes it for you):
         agent-ledger hook claude-code --db ~/.agent-ledger/ledger.db < call.json
     """
+    from ledger.live.hook_main import options_for
     from ledger.live.hook_run import run
 
-    options_for = _options_for(budget_pairs, vendor_map, prices)
+    make = options_for(budget_pairs, vendor_map, prices)
     stdin = sys.stdin.buffer.read()
-    text = run(stdin, _db(db_path), options_for, budget_file, fail_open)
+    text = run(stdin, _db(db_path), make, budget_file, fail_open)
     if text:
         click.echo(text)
-
-
-def _options_for(
-    budget_pairs: tuple[str, ...], vendor_map: str | None, prices: str | None
-) -> Any:
-    """The options to fold under, given the budget file found for a session."""
-    from ledger.live.hook_main import options_for
-
-    return options_for(budget_pairs, vendor_map, prices)
 
 
 @hook_group.command(name="serve")
@@ -86,37 +78,35 @@ def _options_for(
     "--fail-open", is_flag=True,
     help="Allow the call when the hook cannot check it (default: deny it, fail closed).",
 )
+@click.option(
+    "--idle-seconds", type=click.FloatRange(min=0.1), default=30 * 60.0, show_default=True,
+    help="Stop after this long without a call (the hook starts it again when needed).",
+)
 @budget_options
 def serve_command(
-    db_path: str | None, fail_open: bool, budget_pairs: tuple[str, ...],
+    db_path: str | None, fail_open: bool, idle_seconds: float, budget_pairs: tuple[str, ...],
     budget_file: str | None, vendor_map: str | None, prices: str | None,
 ) -> None:
-    """Answer hook calls from a resident process, warm (install with --resident to use it).
+    """Answer hook calls from a resident process, warm: what the installed hook starts by
+    itself on its first call. Run it by hand to watch it, or under a service manager.
 
     A call started as a process loads Python and the fold's modules each time; this server
-    loads them once and answers over a Unix socket beside the database. Without it running,
-    the --resident hook falls back to the light hook, agent-ledger-hook.
+    loads them once and answers over a Unix socket beside the database, one call at a time,
+    for the hook installed with the same --db and budget options. It stops after
+    --idle-seconds without a call, or once the installed agent-ledger changes under it; a
+    second server for the same socket exits at once (exit code 3).
 
     \b
     Example:
-        agent-ledger hook serve --db ~/.agent-ledger/ledger.db &
-        agent-ledger hook install --resident
+        agent-ledger hook serve --db ~/.agent-ledger/ledger.db
     """
-    from ledger.core.redact import redact
-    from ledger.live.hook_run import run
-    from ledger.live.hook_server import serve, socket_path
+    from ledger.live.hook_main import Arguments, serve
 
-    db = _db(db_path)
-    options_for = _options_for(budget_pairs, vendor_map, prices)
-    options_for(budget_file)  # prices and maps loaded, and a bad budget refused, now
-    redact("warm the scanner: " + "A1b2" * 8)
-    path = socket_path(db)
-    click.echo(f"agent-ledger hook serve: answering on {path} (Ctrl-C to stop)", err=True)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # the socket removed on the way out
-    try:
-        serve(path, lambda stdin: run(stdin, db, options_for, budget_file, fail_open))
-    except KeyboardInterrupt:
-        pass
+    args = Arguments(str(_db(db_path)), budget_file, vendor_map, prices, fail_open,
+                     list(budget_pairs))
+    code = serve(args, idle_seconds, announce=True)
+    if code:
+        sys.exit(code)
 
 
 def _scope_options(func: Any) -> Any:
@@ -142,12 +132,32 @@ def _target(scope: str, project_dir: str) -> Path:
 
 
 def _hook_executable() -> str:
-    """How Claude Code should run the hook: the light ``agent-ledger-hook`` script (it
+    """How Claude Code should run the plain hook: the light ``agent-ledger-hook`` script (it
     imports only what a call needs, docs/hooks.md), else this Python on its module."""
     found = shutil.which("agent-ledger-hook")
     if found:
         return shlex.quote(str(Path(found).resolve()))
-    return f"{shlex.quote(sys.executable)} -m ledger.live.hook_main"
+    return f"{shlex.quote(sys.executable)} -P -m ledger.live.hook_main"  # -P: see hook_client
+
+
+def hook_command(
+    db: Path, budget_file: str | None, fail_open: bool, resident: bool,
+    idle_seconds: float | None = None,
+) -> str:
+    """The command ``hook install`` writes: the self-starting client of the resident server
+    (``python -S hook_client.py SOCKET ARGS``), or with ``resident`` off the plain hook."""
+    from ledger.live.hook_main import hook_args
+
+    args = hook_args(db, budget_file, fail_open=fail_open)
+    if not resident:
+        return " ".join([_hook_executable(), "claude-code", *map(shlex.quote, args)])
+    from ledger.live import hook_client
+    from ledger.live.hook_server import socket_path
+
+    client = str(Path(hook_client.__file__).resolve())
+    idle = [] if idle_seconds is None else [f"--idle-seconds={idle_seconds:g}"]
+    parts = [sys.executable, "-S", "-P", client, str(socket_path(db, args)), *args, *idle]
+    return " ".join(map(shlex.quote, parts))
 
 
 def _apply(path: Path, after: dict[str, Any], before: dict[str, Any], dry_run: bool) -> None:
@@ -171,13 +181,18 @@ def _apply(path: Path, after: dict[str, Any], before: dict[str, Any], dry_run: b
 @click.option("--db", "db_path", type=click.Path(dir_okay=False), help=DB_HELP)
 @click.option("--fail-open", is_flag=True, help="Install the hook with --fail-open.")
 @click.option(
-    "--resident", is_flag=True,
-    help="Install the client of `hook serve` (falls back to the light hook without it).",
+    "--resident/--plain", default=True,
+    help="--resident (the default): the client of a resident server, which it starts on the "
+    "first call and which stops when idle; --plain: a process per call, nothing resident.",
+)
+@click.option(
+    "--idle-seconds", type=click.FloatRange(min=0.1),
+    help="How long the resident server waits for a call before it stops (default: 1800).",
 )
 @click.option("--dry-run", is_flag=True, help="Show the change without writing it.")
 def install_command(
     scope: str, project_dir: str, budget_file: str | None, db_path: str | None,
-    fail_open: bool, resident: bool, dry_run: bool,
+    fail_open: bool, resident: bool, idle_seconds: float | None, dry_run: bool,
 ) -> None:
     """Add the hook to Claude Code's settings.json: merged with what is there (your other
     hooks are kept), the change shown as a diff, the old file kept as a backup. Running it
@@ -187,26 +202,15 @@ def install_command(
     Example:
         agent-ledger hook install --project --budget-file .agent-ledger.toml
         agent-ledger hook install --user --dry-run
+        agent-ledger hook install --plain
     """
-    db = _db(db_path)
-    args = ["--db", shlex.quote(str(db))]
-    if budget_file:
-        args += ["--budget-file", shlex.quote(str(Path(budget_file).resolve()))]
-    if fail_open:
-        args.append("--fail-open")
-    if resident:
-        from ledger.live import hook_client
-        from ledger.live.hook_server import socket_path
-
-        client = shlex.quote(str(Path(hook_client.__file__).resolve()))
-        sock = shlex.quote(str(socket_path(db)))
-        parts = [shlex.quote(sys.executable), "-S", client, sock, *args]
-    else:
-        parts = [_hook_executable(), "claude-code", *args]
+    if idle_seconds is not None and not resident:
+        raise click.UsageError("--idle-seconds is the resident server's: not with --plain")
+    command = hook_command(_db(db_path), budget_file, fail_open, resident, idle_seconds)
     path = _target(scope, project_dir)
     try:
         before = hook_settings.read(path)
-        after = hook_settings.installed(before, " ".join(parts))
+        after = hook_settings.installed(before, command)
     except hook_settings.SettingsError as exc:
         raise click.ClickException(str(exc)) from None
     _apply(path, after, before, dry_run)
@@ -216,12 +220,15 @@ def install_command(
 @_scope_options
 @click.option("--dry-run", is_flag=True, help="Show the change without writing it.")
 def uninstall_command(scope: str, project_dir: str, dry_run: bool) -> None:
-    """Take the hook out of Claude Code's settings.json (only its entries; a backup is kept).
+    """Take the hook out of Claude Code's settings.json (only its entries; a backup is kept),
+    and stop the resident server its client started, if one runs.
 
     \b
     Example:
         agent-ledger hook uninstall --project
     """
+    from ledger.live.hook_server import stop_servers
+
     path = _target(scope, project_dir)
     try:
         before = hook_settings.read(path)
@@ -229,6 +236,11 @@ def uninstall_command(scope: str, project_dir: str, dry_run: bool) -> None:
     except hook_settings.SettingsError as exc:
         raise click.ClickException(str(exc)) from None
     _apply(path, after, before, dry_run)
+    if dry_run:
+        return
+    for sock, db in hook_settings.client_sockets(before):
+        for info in stop_servers(Path(db), [sock]):
+            click.echo(f"Stopped the resident server (pid {info.pid}) on {sock}.")
 
 
 @hook_group.command(name="status")
@@ -254,24 +266,39 @@ def status_command(
         agent-ledger hook status --session 8463c716-a2ea-4c14-9efa-87158ebd9f20
     """
     from ledger.live.hook_run import find_budget_file
+    from ledger.live.hook_server import running
 
+    db = _db(db_path)
     found = budget_file or find_budget_file(str(Path(project_dir).resolve()))
     options = make_options((), str(found) if found else None, None)
     try:
-        sessions = hook_store.session_status(_db(db_path), session_id)
+        sessions, family = hook_store.session_status(db, session_id)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     budget = options.budget.to_dict()
+    servers = [asdict(info) for info in running(db)]
     if as_json:
         click.echo(json.dumps({
-            "budget_file": str(found) if found else None, "budget": budget, "sessions": sessions,
+            "budget_file": str(found) if found else None, "budget": budget,
+            "subagents_count_in_parent": options.subagents_count_in_parent,
+            "sessions": sessions, "family": family, "servers": servers,
         }, indent=2))
         return
     click.echo(f"Budget ({found or 'defaults: no .agent-ledger.toml found'}):")
     click.echo(table([{"key": k, "cap": "off" if v is None else v} for k, v in budget.items()],
                      ("key", "cap")))
+    if options.subagents_count_in_parent:
+        click.echo("subagents_count_in_parent: on (a session and its sub-agents count together)")
     if not sessions:
         click.echo("\nNo session seen by the hook yet.")
+    else:
+        click.echo("\nSessions:")
+        click.echo(table(sessions, tuple(sessions[0])))
+    if family is not None:
+        click.echo("\nThe family, counted together:")
+        click.echo(table([family], tuple(family)))
+    if not servers:
+        click.echo(f"\nNo resident server running for {db}.")
         return
-    click.echo("\nSessions:")
-    click.echo(table(sessions, tuple(sessions[0])))
+    click.echo(f"\nResident servers for {db}:")
+    click.echo(table(servers, ("pid", "started", "calls", "last_call", "socket")))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import signal
-import socket
 import sqlite3
 import sys
 import threading
@@ -24,7 +23,7 @@ from ledger.core.budget import Budget
 from ledger.core.redact import redact_json
 from ledger.ingest.files import LedgerPathError
 from ledger.ingest.ingester import follow, ingest
-from ledger.ingest.options import DEFAULT_BATCH, DEFAULT_INTERVAL, Options
+from ledger.ingest.options import DEFAULT_BATCH, DEFAULT_INTERVAL, Options, hostname
 from ledger.ingest.parallel import default_jobs
 from ledger.ingest.summary import Summary
 
@@ -62,7 +61,7 @@ from ledger.ingest.summary import Summary
 )
 @click.option(
     "--host",
-    default=socket.gethostname,
+    default=hostname,
     show_default="this machine's name",
     help="The machine name recorded with each new source (sources.host), by which exports "
     "and the dashboard tell hosts apart.",

@@ -17,13 +17,14 @@ from typing import Any, TypeVar
 import click
 
 from ledger.config.action_map import ActionMapError, default_action_map, load_action_map
-from ledger.config.budget_file import read_budget_file, read_family, read_task_classes
+from ledger.config.fold_options import (
+    options_from_files,
+    read_vendor_map,  # noqa: F401 - the commands read it here
+)
 from ledger.config.prices import PricesError, load_prices
-from ledger.config.vendor_map import load_vendor_map
-from ledger.core.budget import Budget, BudgetError
+from ledger.core.budget import BudgetError
 from ledger.core.pricing import PriceBook
-from ledger.core.task_classes import TaskClasses
-from ledger.core.vendors import DEFAULT_VENDOR_MAP, VendorMapError
+from ledger.core.vendors import VendorMapError
 from ledger.formats.detect import IMPORTED
 from ledger.formats.seed_dialects import DIALECTS
 from ledger.ingest.files import storable
@@ -115,28 +116,13 @@ def make_options(
     max_line_bytes: int = 8 * 1024 * 1024,
 ) -> Options:
     try:
-        budget = Budget()
-        classes = read_task_classes(budget_file) if budget_file else TaskClasses()
-        family = read_family(budget_file) if budget_file else False
-        if budget_file:
-            budget = Budget.from_mapping(read_budget_file(budget_file), budget)
-        budget = Budget.from_assignments(budget_pairs, budget)
-        mapping = read_vendor_map(vendor_map)
-        book = read_prices(prices)
-        actions = load_action_map(action_map) if action_map else default_action_map()
+        return options_from_files(
+            budget_pairs, budget_file, vendor_map, read_prices(prices),
+            load_action_map(action_map) if action_map else default_action_map(),
+            task_class=task_class, dialect=dialect, max_line=max_line_bytes,
+        )
     except (BudgetError, VendorMapError, PricesError, ActionMapError) as exc:
         raise click.ClickException(str(exc)) from None
-    return Options(
-        budget=budget,
-        vendor_map=mapping,
-        prices=book,
-        action_map=actions,
-        task_classes=classes,
-        task_class=task_class,
-        dialect=dialect,
-        max_line=max_line_bytes,
-        subagents_count_in_parent=family,
-    )
 
 
 def fold_options(func: F) -> F:
@@ -155,11 +141,6 @@ _FOLD_PARAMS = (
     "dialect",
     "max_line_bytes",
 )
-
-
-def read_vendor_map(path: str | None) -> dict[str, str]:
-    """The vendor map of ``--vendor-map`` (the default map without one)."""
-    return load_vendor_map(path) if path else dict(DEFAULT_VENDOR_MAP)
 
 
 def read_prices(path: str | None) -> PriceBook:

@@ -19,7 +19,7 @@ import sys
 from stat import S_ISREG
 
 from ledger.db.schema_version import SCHEMA_VERSION
-from ledger.ingest.unchanged import DEFAULT_FOLD_DIGEST, Known, is_unchanged, read_to_end
+from ledger.ingest.unchanged import DEFAULT_FOLD_DIGEST, Known, is_unchanged, read_to_end, suffix
 
 #: What ``agent-ledger ingest`` prints for a pass over ``files`` of which none was new or
 #: grown and no line was read (``ledger.cli.ingest.format_summary`` prints these lines too).
@@ -94,7 +94,7 @@ def _walk(folder: str, known: Known, found: set[tuple[int, int]]) -> None:
     file) is :class:`Unsure`. Links to folders are not followed, as there."""
     with os.scandir(folder) as entries:
         for entry in entries:
-            ledger_like = _suffix(entry.name) in SUFFIXES
+            ledger_like = suffix(entry.name) in SUFFIXES
             if entry.is_dir():
                 if ledger_like:
                     raise Unsure
@@ -104,12 +104,6 @@ def _walk(folder: str, known: Known, found: set[tuple[int, int]]) -> None:
                 if entry.is_symlink():
                     raise Unsure
                 _check(os.path.abspath(entry.path), entry.stat(), known, found)
-
-
-def _suffix(name: str) -> str:
-    """``Path(name).suffix`` (pathlib costs more to import than this whole answer)."""
-    dot = name.rfind(".")
-    return name[dot:] if 0 < dot < len(name) - 1 else ""
 
 
 def _check(path: str, stat: os.stat_result, known: Known, found: set[tuple[int, int]]) -> None:

@@ -44,10 +44,20 @@ class ActionMapError(ValueError):
     """An action map file that cannot be used: names the file and the key."""
 
 
+#: The parse of the built-in map kept in the user's cache folder (see remembered_default_map).
+CACHE_NAME = "action-map.json"
+
+
 @functools.lru_cache(maxsize=1)
 def default_action_map() -> ActionMap:
-    """The built-in map (read once)."""
-    return parse_action_map(_default_data(), DEFAULT_FILE.name)
+    """The built-in map (read once a process; its parse remembered in the user's cache
+    folder, :mod:`ledger.config.user_cache`, where there is one)."""
+    from ledger.config.user_cache import cache_folder
+
+    folder = cache_folder()
+    if folder is None:
+        return parse_action_map(_default_data(), DEFAULT_FILE.name)
+    return remembered_default_map(folder / CACHE_NAME)
 
 
 def remembered_default_map(cache: Path) -> ActionMap:

@@ -53,8 +53,13 @@ class PricesError(ValueError):
 
 
 def library_book() -> PriceBook:
-    """The library's prices alone."""
-    return PriceBook(LIBRARY, library_version(), library_rates)
+    """The library's prices alone, answered from what earlier processes learnt of them
+    where they can be (:mod:`ledger.config.price_cache`: the same rates, without importing
+    the library's data)."""
+    from ledger.config.price_cache import RememberedRates, cache_file
+
+    version = library_version()
+    return PriceBook(LIBRARY, version, RememberedRates(cache_file(version)))
 
 
 def load_prices(path: str | Path | None = None) -> PriceBook:
@@ -156,6 +161,13 @@ def _tiers(where: str, value: Any) -> tuple[Tier, ...]:
 
 
 def library_version() -> str:
+    """The installed version of the library (from its ``.dist-info`` folder's name where it
+    can be told so: importing :mod:`importlib.metadata` costs a process some 40 ms)."""
+    from ledger.core.installed import installed_version
+
+    found = installed_version("genai_prices", LIBRARY)
+    if found is not None:
+        return found
     from importlib.metadata import version
 
     return version(LIBRARY)

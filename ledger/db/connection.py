@@ -5,11 +5,12 @@ from __future__ import annotations
 import sqlite3
 import sys
 import time
+from functools import cached_property
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from ledger.db.migrations import migrate
+from ledger.db.schema_version import SCHEMA_VERSION
 
 
 def _sqlite_utils() -> ModuleType:
@@ -35,8 +36,6 @@ def _sqlite_utils() -> ModuleType:
 
 if TYPE_CHECKING:
     import sqlite_utils
-else:
-    sqlite_utils = _sqlite_utils()
 
 BUSY_TIMEOUT_MS = 60_000
 #: The page size of a new database (an existing one keeps its own). ``steps`` is one B-tree
@@ -45,8 +44,31 @@ BUSY_TIMEOUT_MS = 60_000
 PAGE_SIZE = 16384
 
 
-def connect(path: str | Path) -> sqlite_utils.Database:
-    """Open (creating if needed) a ledger database, migrated to the current schema."""
+class Ledger:
+    """An open ledger database: its connection ``conn``, and sqlite-utils' ``Database`` over
+    it for everything else (``db["steps"].count``, ``db.query(...)``, ``db.table_names()``),
+    made when first used: importing sqlite-utils costs a process some 50 ms, and an ingest
+    that migrates nothing uses the connection alone."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    @cached_property
+    def utils(self) -> sqlite_utils.Database:
+        # sqlite-utils' plugins add SQL functions that nothing here calls, and finding them
+        # reads the metadata of every installed package: 10 ms of a 32 ms no-op re-ingest.
+        return _sqlite_utils().Database(self.conn, execute_plugins=False)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.utils, name)
+
+    def __getitem__(self, table: str) -> Any:
+        return self.utils[table]
+
+
+def connect(path: str | Path) -> Ledger:
+    """Open (creating if needed) a ledger database, migrated to the current schema (the
+    migrations are imported only when there is one to apply)."""
     bind_none_directly()
     conn = sqlite3.connect(str(path), isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
@@ -56,10 +78,11 @@ def connect(path: str | Path) -> sqlite_utils.Database:
     # Deleted rows (a file read again) are overwritten, not left in free pages: a database
     # written before redaction covered some field keeps no trace of it once re-folded.
     conn.execute("PRAGMA secure_delete = ON")
-    # sqlite-utils' plugins add SQL functions that nothing here calls, and finding them reads
-    # the metadata of every installed package: 10 ms of a 32 ms no-op re-ingest.
-    db = sqlite_utils.Database(conn, execute_plugins=False)
-    migrate(db)
+    db = Ledger(conn)
+    if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+        from ledger.db.migrations import migrate
+
+        migrate(db)  # (or refuses a database newer than this agent-ledger)
     return db
 
 

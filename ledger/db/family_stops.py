@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Mapping
-
-import sqlite_utils
+from typing import TYPE_CHECKING
 
 from ledger.core.budget import Budget
 from ledger.core.family import COLUMNS, family_stop
 from ledger.core.fold import families_for
 from ledger.db.writes import immediate
+
+if TYPE_CHECKING:  # annotations only: ledger.db.connection imports it (without pandas)
+    import sqlite_utils
 
 _STEPS_SQL = f"select {', '.join(COLUMNS)} from steps where session_id = ?"
 _PARENTS_SQL = (

@@ -27,6 +27,7 @@ import msgspec
 
 from ledger.formats.detect import DOCUMENTS, detect_any, document_dialect
 from ledger.formats.seed_dialects import RecordError, parse_json
+from ledger.ingest.unchanged import suffix
 
 SUFFIXES = (".jsonl", ".json")
 DEFAULT_MAX_LINE = 8 * 1024 * 1024
@@ -112,30 +113,45 @@ def discover(
     return list(found.values())
 
 
-def _walk(top: Path, skip: Tell, folder: Tell) -> list[Path]:
+def _walk(top: Path, skip: Tell, folder: Tell) -> list[str]:
     """The names under ``top`` that end like a ledger file, sorted; folders that cannot be
-    listed are skipped (``os.walk`` lists a link, a FIFO or a device among the files, and a
-    link to a folder among the folders without going into it)."""
-
-    def unlisted(exc: OSError) -> None:
-        skip(Path(exc.filename), f"a folder that cannot be listed ({exc.strerror})")
-
-    names = []
-    for parent, dirs, files in os.walk(top, onerror=unlisted):
-        for name in dirs:
-            if _named_like_a_ledger(name):
-                child = Path(parent, name)
-                if child.is_symlink():
-                    skip(child, f"a link to the folder {_target(child)} (links to folders "
-                                "under a folder are not followed)")
-                else:
-                    folder(child, "a folder named like a ledger file: searched as a folder")
-        names.extend(Path(parent, name) for name in files if _named_like_a_ledger(name))
-    return sorted(names)
+    listed are skipped. As ``os.walk`` goes (a folder's entries, then each of its folders in
+    turn; a link, a FIFO or a device is among the files, a link to a folder among the folders
+    and not gone into), but with ``os.scandir`` and names as strings: 500 files are found in
+    a few milliseconds, a tenth of a no-op re-ingest's work, not thirteen."""
+    names: list[str] = []
+    _visit(os.fspath(top), names, skip, folder)
+    return sorted(names, key=lambda name: name.split(os.sep))  # as paths sort, by parts
 
 
-def _named_like_a_ledger(name: str) -> bool:
-    return Path(name).suffix in SUFFIXES
+def _visit(parent: str, names: list[str], skip: Tell, folder: Tell) -> None:
+    try:
+        with os.scandir(parent) as listing:
+            entries = list(listing)
+    except OSError as exc:
+        skip(Path(exc.filename or parent), f"a folder that cannot be listed ({exc.strerror})")
+        return
+    folders = []
+    for entry in entries:
+        ledger_like = suffix(entry.name) in SUFFIXES
+        try:
+            is_dir = entry.is_dir()
+        except OSError:
+            is_dir = False
+        if not is_dir:
+            if ledger_like:
+                names.append(entry.path)
+        elif entry.is_symlink():
+            if ledger_like:
+                child = Path(entry.path)
+                skip(child, f"a link to the folder {_target(child)} (links to folders "
+                            "under a folder are not followed)")
+        else:
+            if ledger_like:
+                folder(Path(entry.path), "a folder named like a ledger file: searched as a folder")
+            folders.append(entry.path)
+    for child in folders:
+        _visit(child, names, skip, folder)
 
 
 def why(exc: OSError) -> str:
@@ -205,21 +221,23 @@ def shown(path: Path) -> str:
     return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
-def _add(found: dict[tuple[int, int], Path], path: Path, skip: Tell) -> None:
+def _add(found: dict[tuple[int, int], Path], name: str | Path, skip: Tell) -> None:
     try:
-        info = path.stat()
+        info = os.stat(name)
     except FileNotFoundError:
-        if path.is_symlink():
-            skip(path, f"a link to {_target(path)}, which does not exist")
+        if os.path.islink(name):
+            skip(Path(name), f"a link to {_target(Path(name))}, which does not exist")
         return  # or gone since it was listed (rotated away): nothing to read
     except OSError as exc:
-        skip(path, why(exc))
+        skip(Path(name), why(exc))
         return
     if not S_ISREG(info.st_mode):
-        skip(path, _kind(info.st_mode) + _link(path))
+        skip(Path(name), _kind(info.st_mode) + _link(Path(name)))
         return
     # Absolute: the sources table knows a file by its path, whatever folder ingest runs from.
-    found.setdefault((info.st_dev, info.st_ino), Path(os.path.abspath(path)))
+    key = (info.st_dev, info.st_ino)
+    if key not in found:
+        found[key] = Path(os.path.abspath(name))
 
 
 @dataclass(frozen=True)

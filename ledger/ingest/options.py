@@ -41,7 +41,7 @@ DEFAULT_INTERVAL = 1.0  # seconds between two passes of --follow
 PARALLEL_MIN_BYTES = 4 * 1024 * 1024
 
 
-def _hostname() -> str:
+def hostname() -> str:
     """:func:`socket.gethostname`, which on POSIX is the node name ``uname`` gives (read so:
     importing socket costs a hook call some 3 ms)."""
     if hasattr(os, "uname"):
@@ -68,7 +68,7 @@ class Options:
     task_classes: TaskClasses = field(default_factory=TaskClasses)
     #: The machine the files are read on, recorded as ``sources.host`` (``--host``); it
     #: names the host partition of an export (see ledger.export) and folds nothing.
-    host: str = field(default_factory=_hostname)
+    host: str = field(default_factory=hostname)
     #: The budget file's ``subagents_count_in_parent``: a parent and its sub-agents are also
     #: held to the caps together (ledger.core.family). It folds nothing differently: the
     #: family stops are worked out from the stored steps after each pass.

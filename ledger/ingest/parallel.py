@@ -26,7 +26,6 @@ process should pass ``jobs=0``.
 from __future__ import annotations
 
 import marshal
-import multiprocessing
 import os
 import pickle
 import queue
@@ -37,9 +36,8 @@ import threading
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ledger.core.fold import Fold
 from ledger.core.secret_rules import MIN_RUN, secret_spans
@@ -49,6 +47,10 @@ from ledger.ingest.bulk import bulk_work
 from ledger.ingest.files import read_lines, tail_hash
 from ledger.ingest.options import Options
 from ledger.ingest.source import Cursor, Folded, Output, SharedSession, SourceFold
+
+if TYPE_CHECKING:  # multiprocessing is imported when workers start (an ingest of a few new
+    # lines starts none, and it costs a process some 7 ms to import)
+    from multiprocessing.connection import Connection
 
 START_METHOD = "fork" if sys.platform == "linux" else "spawn"  # see above
 #: The writer writes a step in about 5.5 us and a worker folds one in about 8: two workers
@@ -163,16 +165,19 @@ class WorkerFailed(Exception):
 def _load_before_forking(options: Options) -> None:
     """Load once, before the workers are forked, what each would otherwise load for itself on
     its first text with a long token or its first round: the secret rule set (0.6-1 s of CPU
-    a process on this machine) and the price data (0.3 s). Forked workers share both (the
-    rule set's engine starts no thread, so forking after it is safe)."""
+    a process on this machine) and the prices (the remembered ones, else the library's data:
+    0.3 s). Forked workers share both (the rule set's engine starts no thread, so forking
+    after it is safe)."""
     secret_spans("_" * MIN_RUN)
-    options.prices.rates("")  # any model name loads the price data
+    options.prices.rates("")  # any model name loads the prices
 
 
 class Workers:
     """Worker processes folding ``jobs`` ahead of the writer; :meth:`batches` in file order."""
 
     def __init__(self, jobs: list[Job], count: int, options: Options, db_path: str) -> None:
+        import multiprocessing
+
         context = multiprocessing.get_context(START_METHOD)
         if START_METHOD == "fork":
             _load_before_forking(options)

@@ -46,3 +46,10 @@ def is_unchanged(known: Known, path: str, stat: os.stat_result, digest: str) -> 
     """Whether the file at ``path`` (absolute, as ``sources`` names it) with ``stat`` is a
     source read to its end under the fold settings ``digest``, untouched since."""
     return known.get(path) == (stat.st_size, stat.st_mtime, digest)
+
+
+def suffix(name: str) -> str:
+    """``Path(name).suffix``, without making a path (pathlib costs more to import than the
+    quick answer of :mod:`ledger.cli.quick` in all, and a path more to make than this)."""
+    dot = name.rfind(".")
+    return name[dot:] if 0 < dot < len(name) - 1 else ""

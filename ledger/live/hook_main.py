@@ -1,4 +1,4 @@
-"""``agent-ledger-hook``: the command Claude Code runs before each tool call, started light.
+"""``agent-ledger-hook``: the hook Claude Code runs before each tool call, started light.
 
 ``agent-ledger hook claude-code`` answers the same, but starts the whole command line (click,
 every command's options) first; this entry imports only what a call needs: the hook, the
@@ -6,12 +6,19 @@ fold, the budget and the configuration readers (``python -X importtime`` shows t
 stays out). Its arguments are those of ``hook claude-code``; a bad one is a call that cannot
 be checked, denied (or allowed with ``--fail-open``) with the reason, never a traceback.
 
+``serve`` is the resident server (:mod:`ledger.live.hook_server`), as the client starts it and
+as ``agent-ledger hook serve`` runs it: the same arguments, plus ``--socket`` and
+``--idle-seconds``.
+
     agent-ledger-hook claude-code --db ~/.agent-ledger/ledger.db [--budget-file F] [--fail-open]
+    agent-ledger-hook serve --db ~/.agent-ledger/ledger.db [--socket S] [--idle-seconds N]
 """
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,9 +29,15 @@ from ledger.live.hook import HookInputError
 from ledger.live.hook_run import OptionsFor, output, run, verdict_of_failure
 
 COMMAND = "claude-code"
+SERVE = "serve"
 ACTION_MAP_FILE = "action_map.json"
+#: ``--idle-seconds`` is the server's: the client passes the same arguments to the server it
+#: starts and to the light hook that answers meanwhile, which ignores it.
 _VALUED = {"--db": "db", "--budget-file": "budget_file", "--vendor-map": "vendor_map",
-           "--prices": "prices"}
+           "--prices": "prices", "--idle-seconds": "idle_seconds"}
+_SERVE_VALUED = {"--socket": "socket"}
+#: The options built for this many budget files are kept (a server answers many projects).
+OPTIONS_KEPT = 32
 
 
 @dataclass
@@ -35,19 +48,48 @@ class Arguments:
     prices: str | None = None
     fail_open: bool = False
     budget_pairs: list[str] = field(default_factory=list)
+    socket: str | None = None  # serve only
+    idle_seconds: str | None = None  # the server's (ignored by a call)
+
+    @property
+    def db_path(self) -> Path:
+        return Path(self.db).expanduser().resolve() if self.db else hook_store.default_db()
+
+    def hook_args(self) -> list[str]:
+        """The arguments of ``hook claude-code`` these stand for, as ``hook install`` writes
+        them (what names a server: :func:`ledger.live.hook_server.socket_path`)."""
+        return hook_args(self.db_path, self.budget_file, self.vendor_map, self.prices,
+                         self.budget_pairs, self.fail_open)
+
+
+def hook_args(
+    db: Path, budget_file: str | None = None, vendor_map: str | None = None,
+    prices: str | None = None, budget_pairs: Sequence[str] = (), fail_open: bool = False,
+) -> list[str]:
+    """``hook claude-code``'s arguments, files as absolute paths, in one order."""
+    args = ["--db", str(db)]
+    for name, value in (("--budget-file", budget_file), ("--vendor-map", vendor_map),
+                        ("--prices", prices)):
+        if value:
+            args += [name, str(Path(value).expanduser().resolve())]
+    args += [f"--budget={pair}" for pair in budget_pairs]
+    return args + (["--fail-open"] if fail_open else [])
 
 
 def parse(argv: list[str]) -> Arguments:
-    """The arguments of ``hook claude-code`` (``--opt value`` or ``--opt=value``)."""
+    """The arguments of ``hook claude-code`` (``--opt value`` or ``--opt=value``), or of
+    ``serve`` (those and ``--socket``)."""
     args = Arguments()
-    rest = argv[1:] if argv[:1] == [COMMAND] else argv
+    serving = argv[:1] == [SERVE]
+    valued = {**_VALUED, **_SERVE_VALUED} if serving else _VALUED
+    rest = argv[1:] if argv[:1] in ([COMMAND], [SERVE]) else argv
     items = iter(rest)
     for item in items:
         name, eq, value = item.partition("=")
         if item == "--fail-open":
             args.fail_open = True
             continue
-        if name not in (*_VALUED, "--budget"):
+        if name not in (*valued, "--budget"):
             raise HookInputError(f"agent-ledger-hook: unknown argument {item!r}")
         if not eq:
             value = next(items, "")
@@ -56,7 +98,7 @@ def parse(argv: list[str]) -> Arguments:
         if name == "--budget":
             args.budget_pairs.append(value)
         else:
-            setattr(args, _VALUED[name], value)
+            setattr(args, valued[name], value)
     return args
 
 
@@ -75,28 +117,50 @@ def options_for(
             default_action_map,
             remembered_default_map,
         )
-        from ledger.config.budget_file import read_budget_file, read_family, read_task_classes
+        from ledger.config.fold_options import options_from_files
         from ledger.config.prices import PricesError, load_prices
-        from ledger.config.vendor_map import load_vendor_map
-        from ledger.core.budget import Budget, BudgetError
-        from ledger.core.task_classes import TaskClasses
-        from ledger.core.vendors import DEFAULT_VENDOR_MAP, VendorMapError
+        from ledger.core.budget import BudgetError
+        from ledger.core.vendors import VendorMapError
 
         try:
-            budget = Budget.from_mapping(read_budget_file(found), Budget()) if found else Budget()
-            return Options(
-                budget=Budget.from_assignments(tuple(budget_pairs), budget),
-                vendor_map=load_vendor_map(vendor_map) if vendor_map else dict(DEFAULT_VENDOR_MAP),
-                prices=load_prices(prices) if prices else _library_book(),
-                action_map=remembered_default_map(state / ACTION_MAP_FILE)
-                if state else default_action_map(),
-                task_classes=read_task_classes(found) if found else TaskClasses(),
-                subagents_count_in_parent=read_family(found) if found else False,
+            return options_from_files(
+                budget_pairs, found, vendor_map,
+                load_prices(prices) if prices else _library_book(),
+                remembered_default_map(state / ACTION_MAP_FILE) if state
+                else default_action_map(),
             )
         except (BudgetError, VendorMapError, PricesError, ActionMapError, OSError) as exc:
             raise HookInputError(str(exc)) from None
 
     return make
+
+
+def kept(make: OptionsFor, files: Sequence[str | None] = ()) -> OptionsFor:
+    """``make``, its options kept per budget file: built again only when the file (or one of
+    ``files``: the vendor map and prices given) is another one, or was changed (its inode,
+    size, mtime or ctime differ), so a budget edited between calls is the next call's."""
+    built: dict[tuple[object, ...], Options] = {}
+
+    def get(found: str | None) -> Options:
+        key = (found, *map(_stamp, (found, *files)))
+        if key not in built:
+            options = make(found)  # (a bad file raises: not kept, read again next call)
+            if len(built) >= OPTIONS_KEPT:
+                built.pop(next(iter(built)))
+            built[key] = options
+        return built[key]
+
+    return get
+
+
+def _stamp(path: str | None) -> tuple[int, ...] | None:
+    if path is None:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def _library_book() -> PriceBook:
@@ -111,16 +175,64 @@ def _library_book() -> PriceBook:
 
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == [SERVE]:
+        sys.exit(serve_main(argv))
     try:
         args = parse(argv)
     except HookInputError as exc:
         sys.stdout.write(output(verdict_of_failure(None, exc, "--fail-open" in argv), None))
         return
-    db = Path(args.db).expanduser().resolve() if args.db else hook_store.default_db()
+    db = args.db_path
     make = options_for(args.budget_pairs, args.vendor_map, args.prices, hook_store.state_dir(db))
     text = run(sys.stdin.buffer.read(), db, make, args.budget_file, args.fail_open)
     if text:
         sys.stdout.write(text + "\n")
+
+
+def serve_main(argv: list[str]) -> int:
+    """``serve ARGS``: a bad argument is said on standard error (the hook log, when the
+    client started it), exit code 2."""
+    try:
+        args = parse(argv)
+        idle = float(args.idle_seconds) if args.idle_seconds else None
+    except (HookInputError, ValueError) as exc:
+        print(f"agent-ledger-hook serve: {exc}", file=sys.stderr)
+        return 2
+    return serve(args, idle)
+
+
+def serve(args: Arguments, idle_s: float | None = None, announce: bool = False) -> int:
+    """The resident server for ``args`` (:func:`ledger.live.hook_server.serve`): on
+    ``--socket``, else where ``hook install`` points the client; its options kept
+    (:func:`kept`); until idle for ``idle_s`` (default 30 minutes) or its package changes.
+    Exit code 0, or that of :func:`ledger.live.hook_server.main_loop`."""
+    from ledger.live import hook_server
+
+    db = args.db_path
+    sock = Path(args.socket) if args.socket else hook_server.socket_path(db, args.hook_args())
+    make = kept(options_for(args.budget_pairs, args.vendor_map, args.prices,
+                            hook_store.state_dir(db)), [args.vendor_map, args.prices])
+
+    def warm() -> None:
+        from ledger.core.redact import redact
+
+        if announce:
+            print(f"agent-ledger hook serve: answering on {sock} (Ctrl-C to stop)",
+                  file=sys.stderr)
+        try:
+            make(args.budget_file)  # prices and maps loaded now
+        except HookInputError as exc:  # each call is denied saying so, until it is fixed
+            print(f"agent-ledger hook serve: {exc}", file=sys.stderr)
+        redact("warm the scanner: " + "A1b2" * 8)
+
+    code = hook_server.main_loop(
+        sock, db, lambda stdin: run(stdin, db, make, args.budget_file, args.fail_open),
+        args=args.hook_args(), idle_s=hook_server.IDLE_S if idle_s is None else idle_s,
+        warm=warm,
+    )
+    if code == hook_server.EXIT_BUSY and announce:
+        print(f"agent-ledger hook serve: a server answers on {sock} already", file=sys.stderr)
+    return code
 
 
 if __name__ == "__main__":

@@ -15,11 +15,13 @@ import copy
 import difflib
 import json
 import os
+import shlex
 import time
 from pathlib import Path
 from typing import Any
 
-MARKS = (" hook claude-code", "hook_client.py ", "agent-ledger-hook claude-code",
+CLIENT = "hook_client.py"
+MARKS = (" hook claude-code", f"{CLIENT} ", "agent-ledger-hook claude-code",
          "ledger.live.hook_main claude-code")
 #: The events the brake is installed for: PreToolUse alone decides; each call reads every new
 #: line of the transcript, so no other event is needed (the command accepts them all).
@@ -41,10 +43,22 @@ def settings_path(scope: str, project: Path, home: Path) -> Path:
 
 
 def is_ours(hook: Any) -> bool:
-    return (
-        isinstance(hook, dict) and hook.get("type") == "command"
-        and any(mark in f" {hook.get('command', '')} " for mark in MARKS)
-    )
+    if not isinstance(hook, dict) or hook.get("type") != "command":
+        return False
+    command = str(hook.get("command", ""))
+    return any(mark in f" {command} " for mark in MARKS) or _client_at(_words(command)) is not None
+
+
+def _words(command: str) -> list[str]:
+    try:
+        return shlex.split(command)
+    except ValueError:
+        return []
+
+
+def _client_at(parts: list[str]) -> int | None:
+    """Where the resident client's script is among a command's words (a quoted path too)."""
+    return next((i for i, p in enumerate(parts) if p.endswith("/" + CLIENT)), None)
 
 
 def uninstalled(settings: dict[str, Any]) -> dict[str, Any]:
@@ -135,3 +149,18 @@ def write(path: Path, settings: dict[str, Any]) -> Path | None:
     tmp.write_text(render(settings), encoding="utf-8")
     os.replace(tmp, path)
     return backup
+
+
+def client_sockets(settings: dict[str, Any]) -> list[tuple[str, str]]:
+    """The (socket, database) of each resident client among the brake's entries (what
+    ``hook uninstall`` stops): ``python -S .../hook_client.py SOCKET --db DB ...``."""
+    found = []
+    for groups in _hooks(settings).values():
+        for group in groups if isinstance(groups, list) else []:
+            hooks = group.get("hooks") if isinstance(group, dict) else None
+            for hook in hooks if isinstance(hooks, list) else []:
+                parts = _words(str(hook.get("command", ""))) if is_ours(hook) else []
+                at = _client_at(parts)
+                if at is not None and "--db" in parts[at + 2:-1]:
+                    found.append((parts[at + 1], parts[parts.index("--db", at + 2) + 1]))
+    return found

@@ -159,28 +159,49 @@ def _connect(db_path: Path) -> sqlite3.Connection:
     return conn
 
 
-def session_status(db: Path, session_id: str | None) -> list[dict[str, Any]]:
+def session_status(
+    db: Path, session_id: str | None
+) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
     """The counters of a Claude Code session (and its sub-agents) as the hook last saved
-    them: the session given, else the one the hook saw last. Empty if it saw none."""
+    them: the session given, else the one the hook saw last; and its family's, counted
+    together (with ``subagents_count_in_parent`` on; None otherwise). Empty if it saw none."""
     if session_id is not None:
         path = state_file(db, session_id)
         if not path.exists():
             raise ValueError(f"the hook has seen no session {session_id!r} (state in {path})")
     else:
-        saved = sorted(state_dir(db).glob("*.json"), key=lambda p: p.stat().st_mtime)
+        saved = sorted(
+            (p for p in state_dir(db).glob("*.json") if _is_state_name(p.stem)),
+            key=lambda p: p.stat().st_mtime,
+        )
         if not saved:
-            return []
+            return [], None
         path = saved[-1]
     state = HookState.from_dict(json.loads(path.read_bytes()))
-    rows = []
-    for sid, data in state.sessions.items():
-        s = State.from_dict(data["state"])
-        rows.append({
-            "session": sid, **{k: getattr(s, k) for k in STATUS_COUNTERS},
-            "stop": s.stop_reason.value if s.stop_reason else "-",
-            "detail": s.stop_detail or "",
-        })
-    return rows
+    rows = [_status_row(sid, State.from_dict(data["state"]))
+            for sid, data in state.sessions.items()]
+    family = None
+    if state.family:
+        parent = next(iter(state.sessions), "").split(":agent-")[0]
+        family = _status_row(f"{parent} and its sub-agents", State.from_dict(
+            state.family["state"]))
+        stop = state.family.get("stop")
+        if stop:  # the family's first stop, as ingest records it in family_stops
+            family.update(stop=stop[3], detail=f"{stop[4]} (at step {stop[1]} of {stop[0]})")
+    return rows, family
+
+
+def _status_row(session: str, s: State) -> dict[str, Any]:
+    return {
+        "session": session, **{k: getattr(s, k) for k in STATUS_COUNTERS},
+        "stop": s.stop_reason.value if s.stop_reason else "-",
+        "detail": s.stop_detail or "",
+    }
+
+
+def _is_state_name(stem: str) -> bool:
+    """A session's state file (:func:`state_file`), not the prices or action map kept beside."""
+    return len(stem) == 24 and all(c in "0123456789abcdef" for c in stem)
 
 
 def log_error(db_path: Path, text: str) -> None:

@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import json
+import shlex
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from ledger.cli import cli
+from ledger.live import hook_server, hook_settings
+from ledger.live.hook_main import hook_args
 from tests.helpers import REAL_LOGS
+from tests.live.test_hook_server import poll
 
 SIDECHAIN = REAL_LOGS / "02_claude_code_subagent_sidechain_v2.1.39.jsonl"
 
@@ -33,8 +40,9 @@ def test_install_shows_the_diff_backs_up_and_is_idempotent(tmp_path: Path) -> No
     assert "+            \"command\":" in out and "backup:" in out
     after = json.loads(settings.read_text())
     command = after["hooks"]["PreToolUse"][1]["hooks"][0]["command"]
-    assert f" claude-code --db {db} --budget-file {budget}" in command
-    assert "agent-ledger-hook claude-code" in command or "ledger.live.hook_main" in command
+    # the default: the self-starting client of the resident server
+    assert " -S " in command and "hook_client.py" in command
+    assert command.endswith(f" --db {db} --budget-file {budget}")
     assert after["hooks"]["PreToolUse"][0] == theirs["hooks"]["PreToolUse"][0]
     assert [json.loads(p.read_text()) for p in settings.parent.glob("settings.json.bak-*")] == [
         theirs]
@@ -88,17 +96,95 @@ def test_claude_code_then_status(tmp_path: Path) -> None:
     assert code == 1 and "has seen no session 'nope'" in out
 
 
-def test_install_resident_writes_the_client_and_uninstall_takes_it_out(tmp_path: Path) -> None:
+INSTALLS = {
+    "default": ((), "resident"),
+    "--resident": (("--resident",), "resident"),
+    "--plain": (("--plain",), "plain"),
+    "--resident --fail-open --idle-seconds": (
+        ("--resident", "--fail-open", "--idle-seconds", "60"), "resident"),
+}
+
+
+@pytest.mark.parametrize(("flags", "kind"), INSTALLS.values(), ids=INSTALLS.keys())
+def test_install_writes_the_client_or_the_plain_hook(
+    tmp_path: Path, flags: tuple[str, ...], kind: str
+) -> None:
     db = tmp_path / "l.db"
-    code, out = invoke("install", "--dir", str(tmp_path), "--db", str(db), "--resident")
+    code, out = invoke("install", "--dir", str(tmp_path), "--db", str(db), *flags)
     assert code == 0, out
     settings = tmp_path / ".claude" / "settings.json"
     command = json.loads(settings.read_text())["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
-    assert " -S " in command and "hook_client.py" in command
-    assert f"{db}.hook/hook.sock --db {db}" in command
-    code, out = invoke("install", "--dir", str(tmp_path), "--db", str(db))  # back to the process
+    args = f" --db {db}" + (" --fail-open --idle-seconds=60" if "--fail-open" in flags else "")
+    if kind == "resident":
+        assert " -S -P " in command and "hook_client.py" in command
+        sock = hook_server.socket_path(db, hook_args(db, fail_open="--fail-open" in flags))
+        assert command.endswith(f" {sock}{args}")
+        assert sock.parent == db.with_name("l.db.hook")
+    else:
+        assert command.endswith(f" claude-code{args}")
+        assert "hook_client.py" not in command
+    other = ("--plain",) if kind == "resident" else ()  # then the other kind: one entry
+    invoke("install", "--dir", str(tmp_path), "--db", str(db), *other)
     commands = [h["command"] for g in json.loads(settings.read_text())["hooks"]["PreToolUse"]
                 for h in g["hooks"]]
-    assert len(commands) == 1 and " claude-code --db" in commands[0]
+    assert len(commands) == 1 and commands[0] != command
     invoke("uninstall", "--dir", str(tmp_path))
     assert json.loads(settings.read_text()) == {}
+
+
+def test_idle_seconds_is_not_for_the_plain_hook(tmp_path: Path) -> None:
+    code, out = invoke("install", "--dir", str(tmp_path), "--plain", "--idle-seconds", "5")
+    assert code == 2 and "not with --plain" in out
+
+
+def test_uninstall_stops_the_server_the_client_started(tmp_path: Path) -> None:
+    db = tmp_path / "l.db"
+    code, out = invoke("install", "--dir", str(tmp_path), "--db", str(db), "--idle-seconds", "20")
+    assert code == 0, out
+    settings = tmp_path / ".claude" / "settings.json"
+    command = json.loads(settings.read_text())["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+    [(sock, _)] = hook_settings.client_sockets(json.loads(settings.read_text()))
+    words = shlex.split(command)
+    args = words[words.index(sock) + 1:]
+    server = subprocess.Popen([sys.executable, "-m", "ledger.live.hook_main", "serve",
+                               "--socket", sock, *args])
+    try:
+        [info] = poll(lambda: hook_server.running(db))
+        assert (info.pid, info.socket) == (server.pid, sock)
+        code, out = invoke("status", "--db", str(db), "--json")
+        assert [s["pid"] for s in json.loads(out)["servers"]] == [server.pid]
+        code, out = invoke("uninstall", "--dir", str(tmp_path))
+        assert code == 0 and f"Stopped the resident server (pid {server.pid})" in out
+        assert server.wait(timeout=30) == 0
+    finally:
+        server.kill()
+        server.wait()
+    code, out = invoke("status", "--db", str(db))
+    assert f"No resident server running for {db}" in out
+
+
+def test_status_shows_the_familys_counters(tmp_path: Path) -> None:
+    """With subagents_count_in_parent on, the family counted together, besides each session."""
+    lines = SIDECHAIN.read_bytes().splitlines(keepends=True)[:30]
+    (tmp_path / "t.jsonl").write_bytes(b"")
+    agent = tmp_path / "t" / "subagents" / "agent-x.jsonl"
+    agent.parent.mkdir(parents=True)
+    agent.write_bytes(b"".join(lines))
+    last = json.loads(lines[25])
+    block = next(b for b in last["message"]["content"] if b.get("type") == "tool_use")
+    call = {"hook_event_name": "PreToolUse", "session_id": last["sessionId"],
+            "agent_id": last["agentId"], "transcript_path": str(tmp_path / "t.jsonl"),
+            "cwd": str(tmp_path), "tool_name": block["name"], "tool_input": block["input"],
+            "tool_use_id": block["id"]}
+    (tmp_path / ".agent-ledger.toml").write_text(
+        "[budget]\nsubagents_count_in_parent = true\nmax_steps = 3\nmax_seconds = 'off'\n")
+    db = str(tmp_path / "l.db")
+    invoke("claude-code", "--db", db, stdin=json.dumps(call))
+    code, out = invoke("status", "--db", db, "--dir", str(tmp_path), "--json")
+    status = json.loads(out)
+    assert status["subagents_count_in_parent"] is True
+    family = status["family"]
+    assert family["session"] == f"{last['sessionId']} and its sub-agents"
+    assert family["steps"] >= 4 and family["stop"] == "max_steps"
+    code, out = invoke("status", "--db", db, "--dir", str(tmp_path))
+    assert "The family, counted together:" in out and "and its sub-agents" in out

@@ -20,7 +20,7 @@ from ledger.cli import ingest as ingest_cli
 from ledger.cli import quick
 from ledger.cli.group import cli
 from ledger.ingest.options import Options
-from ledger.ingest.unchanged import DEFAULT_FOLD_DIGEST
+from ledger.ingest.unchanged import DEFAULT_FOLD_DIGEST, suffix
 from tests.helpers import REAL_LOGS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -154,7 +154,7 @@ def test_the_price_data_named_is_the_pinned_one_installed() -> None:
     "jsonl", "a.jsonl~",
 ])
 def test_ledger_names_are_told_as_the_full_command_tells_them(name: str) -> None:
-    assert quick._suffix(name) == Path(name).suffix
+    assert suffix(name) == Path(name).suffix
 
 
 @pytest.mark.parametrize(("after", "drawn"), [(3600.0, False), (0.0, True)])

@@ -312,3 +312,27 @@ def test_migration_008_counts_the_sessions_of_each_parity_group(sample_db: Path)
     db.conn.close()
     assert_counts_are_the_stored_groups(sample_db)
     assert raw(sample_db, "select * from task_classes order by task_class") == before
+
+
+def test_an_ingest_into_a_current_database_does_not_import_sqlite_utils(tmp_path: Path) -> None:
+    """A database at SCHEMA_VERSION is opened without migrating, and an ingest uses its
+    connection alone (sqlite-utils is imported by the first use of anything else)."""
+    import subprocess
+    import sys
+
+    db_path, ledger = tmp_path / "l.db", tmp_path / "l.jsonl"
+    ledger.write_text('{"session": "s", "type": "round"}\n')
+    connection.connect(db_path).conn.close()
+    ledger.write_text('{"session": "s", "type": "round"}\n{"session": "s", "type": "end"}\n')
+    script = (
+        "import sys\n"
+        "from ledger.db import connection\n"
+        "from ledger.ingest.ingester import ingest\n"
+        f"ingest({str(db_path)!r}, [{str(ledger)!r}])\n"
+        "assert 'sqlite_utils' not in sys.modules\n"
+        f"db = connection.connect({str(db_path)!r})\n"
+        "assert db['steps'].count == 2 and 'sqlite_utils' in sys.modules\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stderr

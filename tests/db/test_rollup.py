@@ -171,7 +171,7 @@ def test_the_migration_fills_the_rollup_of_an_older_database(samples: Path, db_p
         conn.execute("delete from _migrations where name like '%_dashboard'")
         conn.execute("pragma user_version = 0")  # any other version: migrate() looks again
     db = connection.connect(db_path)
-    assert isinstance(db, sqlite_utils.Database)
+    assert isinstance(db.utils, sqlite_utils.Database)
     db.conn.close()
     assert stored(db_path, base) == expected
 

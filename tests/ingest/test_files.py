@@ -210,3 +210,50 @@ def test_the_byte_budget_counts_from_the_first_line_read_not_from_a_stepped_over
     assert read_lines(io.BytesIO(text), 1, 2, 5, 10) == one_line_at_a_time(
         io.BytesIO(text), 1, 2, 5, 10
     ) == ([Line(2, b"\x00" * 6, oversize=8), Line(11, b"")], 12)
+
+
+def walked(top: Path, skip: files.Tell, folder: files.Tell) -> list[Path]:
+    """The walk ``files.discover`` made before it used ``os.scandir``: the reference."""
+
+    def unlisted(exc: OSError) -> None:
+        skip(Path(exc.filename), f"a folder that cannot be listed ({exc.strerror})")
+
+    names = []
+    for parent, dirs, found in os.walk(top, onerror=unlisted):
+        for name in dirs:
+            if Path(name).suffix in files.SUFFIXES:
+                child = Path(parent, name)
+                if child.is_symlink():
+                    skip(child, f"a link to the folder {files._target(child)} (links to folders "
+                                "under a folder are not followed)")
+                else:
+                    folder(child, "a folder named like a ledger file: searched as a folder")
+        names.extend(Path(parent, n) for n in found if Path(n).suffix in files.SUFFIXES)
+    return sorted(names)
+
+
+def test_the_walk_finds_and_tells_what_the_os_walk_did(tmp_path: Path, monkeypatch) -> None:
+    """Names that sort differently as strings and as paths (``a-b`` against ``a/``), links to
+    files, folders and nothing, a FIFO, folders named like ledgers: the same files in the same
+    order, the same notes in the same order, as the walk of ``os.walk``."""
+    top = tmp_path / "logs"
+    for name in ("a/x.jsonl", "a-b/x.jsonl", "a.b/y.json", "a/z/q.jsonl", "b.jsonl/in.json",
+                 "c.json", "a/notes.txt", "a0/x.jsonl", "A/x.jsonl"):
+        (top / name).parent.mkdir(parents=True, exist_ok=True)
+        (top / name).write_text("{}\n")
+    os.mkfifo(top / "a" / "pipe.jsonl")
+    (top / "gone.jsonl").symlink_to(tmp_path / "nothing")
+    (top / "same.jsonl").symlink_to(top / "c.json")
+    (top / "to-a.jsonl").symlink_to(top / "a", target_is_directory=True)
+    (top / "to-a").symlink_to(top / "a", target_is_directory=True)
+
+    def run() -> tuple[list[Path], list[tuple[str, Path, str]]]:
+        told: list[tuple[str, Path, str]] = []
+        found = files.discover([top], skip=lambda p, r: told.append(("skip", p, r)),
+                               folder=lambda p, r: told.append(("folder", p, r)))
+        return found, told
+
+    ours = run()
+    monkeypatch.setattr(files, "_walk", walked)
+    assert ours == run()
+    assert ours[1]  # (the tree gives notes to compare)

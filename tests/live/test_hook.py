@@ -311,52 +311,6 @@ def test_the_matrix_stops_every_transcript_somewhere(tmp_path: Path) -> None:
         assert denying == expected[source.name[:2]]
 
 
-def test_the_resident_server_gives_the_same_answers_as_the_process(tmp_path: Path) -> None:
-    """``hook serve`` and its client: the same function answers, so the same verdicts and rows;
-    with no server, the client runs the full command in its place."""
-    import subprocess
-    import sys
-    import threading
-
-    from ledger.live import hook_client
-    from ledger.live.hook_server import serve, socket_path
-
-    source = REAL_LOGS / "02_claude_code_subagent_sidechain_v2.1.39.jsonl"
-    options = Options(budget=Budget(max_steps=4))
-    lines = source.read_bytes().splitlines(keepends=True)[:40]
-    transcript = tmp_path / "t.jsonl"
-    transcript.write_bytes(b"".join(lines))
-    calls = [c for raw in lines for c in calls_of(raw)]
-    for call in calls:
-        call["transcript_path"] = str(transcript)
-    served, alone = tmp_path / "served.db", tmp_path / "alone.db"
-    stop, ready = threading.Event(), threading.Event()
-    thread = threading.Thread(target=serve, args=(
-        socket_path(served), lambda b: run(b, served, lambda _f: options), stop, ready))
-    thread.start()
-    ready.wait(10)
-    client = [sys.executable, "-S", hook_client.__file__, str(socket_path(served))]
-    try:
-        answers = [subprocess.run(client, input=json.dumps(c).encode(), capture_output=True,
-                                  check=True).stdout.decode().strip() for c in calls]
-    finally:
-        stop.set()
-        thread.join()
-    assert answers == [run(json.dumps(c).encode(), alone, lambda _f: options) for c in calls]
-    assert "deny" in answers[-1] and answers[0] == ""
-    columns = "session_id, tool_use_id, decision, stop_reason, event_idx, counters"
-    assert rows(served, f"select {columns} from hook_decisions") == rows(
-        alone, f"select {columns} from hook_decisions")
-    assert not socket_path(served).exists()  # removed when the server stops
-    # no server: the client runs `python -m ledger hook claude-code` itself
-    fallback = subprocess.run(
-        [*client, "--db", str(tmp_path / "fallback.db"), "--budget", "max_steps=4"],
-        input=json.dumps(calls[-1]).encode(), capture_output=True, check=True)
-    assert "max_steps" in json.loads(fallback.stdout)["hookSpecificOutput"][
-        "permissionDecisionReason"]
-
-
-
 def test_the_saved_state_is_redacted_like_the_readers_state_in_the_database(tmp_path: Path) -> None:
     """A secret in the hook's reader state (a tool name of a call still open) is written
     redacted, as ``sources.cursor`` is in the database."""

@@ -14,7 +14,7 @@ import pytest
 from ledger.cli.options import make_options
 from ledger.config.prices import library_book
 from ledger.live.hook import HookInputError
-from ledger.live.hook_main import Arguments, main, options_for, parse
+from ledger.live.hook_main import Arguments, main, options_for, parse, serve_main
 from ledger.live.hook_prices import RememberedPrices
 from tests.helpers import REAL_LOGS, rows
 
@@ -30,13 +30,19 @@ SOURCE = REAL_LOGS / "01_claude_code_main_session_short_v2.1.38.jsonl"
          Arguments(db="/x.db", budget_pairs=["max_steps=3", "max_writes=off"])),
         (["claude-code", "--budget-file", "b.toml", "--prices", "p.toml", "--vendor-map", "v"],
          Arguments(budget_file="b.toml", prices="p.toml", vendor_map="v")),
+        # the server's idle time rides along in the client's arguments: a call ignores it
+        (["claude-code", "--db", "/x.db", "--idle-seconds=60"],
+         Arguments(db="/x.db", idle_seconds="60")),
+        (["serve", "--db", "/x.db", "--socket", "/s.sock", "--idle-seconds", "5"],
+         Arguments(db="/x.db", socket="/s.sock", idle_seconds="5")),
     ],
 )
 def test_parse(argv: list[str], expected: Arguments) -> None:
     assert parse(argv) == expected
 
 
-@pytest.mark.parametrize("argv", [["--verbose"], ["--db"], ["claude-code", "--budget"]])
+@pytest.mark.parametrize("argv", [["--verbose"], ["--db"], ["claude-code", "--budget"],
+                                  ["claude-code", "--socket", "/s.sock"]])
 def test_a_bad_argument_is_refused(argv: list[str]) -> None:
     with pytest.raises(HookInputError):
         parse(argv)
@@ -66,6 +72,22 @@ def test_folds_under_the_options_the_command_line_makes(tmp_path: Path) -> None:
         full = make_options(("max_writes=3",), found, None)
         assert light.fold_digest == full.fold_digest
         assert light.budget == full.budget
+
+
+def test_hook_args_are_one_spelling_of_the_arguments(tmp_path: Path) -> None:
+    """What names a server: files absolute, in one order, whoever wrote them."""
+    (tmp_path / "b.toml").write_text("")
+    by_hand = Arguments(db=str(tmp_path / "l.db"), budget_file=str(tmp_path / "b.toml"),
+                        budget_pairs=["max_steps=3"], fail_open=True, idle_seconds="9")
+    assert by_hand.hook_args() == [
+        "--db", str(tmp_path / "l.db"), "--budget-file", str(tmp_path / "b.toml"),
+        "--budget=max_steps=3", "--fail-open"]
+    assert parse(["serve", *by_hand.hook_args()]).hook_args() == by_hand.hook_args()
+
+
+def test_serve_refuses_a_bad_argument(capsys: pytest.CaptureFixture[str]) -> None:
+    assert serve_main(["serve", "--idle-seconds", "soon"]) == 2
+    assert "could not convert" in capsys.readouterr().err
 
 
 def test_a_bad_budget_file_is_a_hook_input_error(tmp_path: Path) -> None:

@@ -90,3 +90,12 @@ def test_write_keeps_a_backup_of_each_change(tmp_path: Path) -> None:
     second = hs.write(path, {"a": 3})
     assert first is not None and second is not None and first != second
     assert [hs.read(p) for p in (first, second, path)] == [{"a": 1}, {"a": 2}, {"a": 3}]
+
+
+def test_client_sockets_are_those_of_the_resident_entries() -> None:
+    client = ("/v/bin/python -S '/site/ledger/live/hook_client.py' '/h/l.db.hook/hook-ab.sock' "
+              "--db '/h/l.db' --fail-open")
+    settings = hs.installed({"hooks": {"PreToolUse": [{"hooks": [THEIRS]}]}}, client)
+    assert hs.client_sockets(settings) == [("/h/l.db.hook/hook-ab.sock", "/h/l.db")]
+    assert hs.client_sockets(hs.installed(settings, CMD)) == []  # the plain hook: none
+    assert ours(hs.installed(settings, client)) == [client]  # a quoted path is ours too
