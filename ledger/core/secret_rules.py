@@ -66,6 +66,22 @@ def _scanner() -> Any:
 _needs = functools.cache(installed_needs)
 
 
+#: How many bytes of text the needs are asked about before the rule set is loaded instead.
+#: The needs cost about 1 us a byte of a long text (a session's saved state, 2-5 KB, holds
+#: words of many rules, whose needs are then searched: 3 ms each), loading the rules 0.33 s
+#: once: so a process that has asked about this much loads them, as a renter buys what it
+#: has paid the price of in rent (at most twice the cost of knowing in advance). A hook's
+#: call or an ingest of a few new lines stays well under it.
+NEEDS_BUDGET = 300_000
+_asked = [0]
+
+
+def _asked_enough(size: int) -> bool:
+    """Count ``size`` bytes more asked of the needs; whether :data:`NEEDS_BUDGET` is spent."""
+    _asked[0] += size
+    return _asked[0] > NEEDS_BUDGET
+
+
 def _cache_dir() -> str | None:
     """Where the compiled rules are cached: the library's own choice (``KF_RULE_CACHE_DIR``,
     else the user's cache folder), or, in an environment with no home (a hook, a service, a
@@ -104,8 +120,9 @@ def secret_spans(text: str) -> list[tuple[int, int, str]]:
     # The needs spare a process that has not loaded the rules from loading them; once they
     # are loaded, the scanner itself is cheaper than the needs' searches (an ingest ran in
     # half the CPU) and finds the same, since a text lacking the needs matches no rule.
-    if _scanner.cache_info().currsize == 0 and not could_match(text, _needs()):
-        return []
+    if _scanner.cache_info().currsize == 0 and not _asked_enough(len(data)):
+        if not could_match(text, _needs()):
+            return []
     found: list[tuple[int, int, str]] = []
     for finding in _scanner().scan(data):
         secret = finding.secret
