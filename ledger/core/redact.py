@@ -93,9 +93,10 @@ bare hex run. Redaction is idempotent: a marker is never matched again, so redac
 changes nothing and counts zero the second time.
 
 Speed (this runs on every ingested text): the rule set's pass has a prefilter of its own
-(:data:`ledger.core.secret_rules.MIN_RUN`). The first pass's fast path is one substring test
-per trigger (``PRIVATE KEY``, ``eyJ``, ``sk-``, ``AKIA``, ``://``, ... and, in the lowercased
-text, ``password``, ``token``, ``bearer``, ...). Text that wakes neither is returned as it is,
+(:data:`ledger.core.secret_rules.MIN_RUN`). The first pass's fast path is one search for all
+its triggers at once (``PRIVATE KEY``, ``eyJ``, ``sk-``, ``AKIA``, ``://``, ... and, in the
+lowercased text, ``password``, ``token``, ``bearer``, ...; an Aho-Corasick automaton, one pass
+over the lowercased text). Text that wakes neither is returned as it is,
 the very same object. Otherwise only the rules whose triggers occur run (the key-word rule only
 when a key word is followed by ``=`` or ``:``), and every pattern starts with a literal or a
 character class so that the regex engine jumps from candidate to candidate.
@@ -110,6 +111,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from ahocorasick_rs import BytesAhoCorasick, Implementation
 
 from ledger.core.secret_rules import secret_spans
 
@@ -297,16 +300,17 @@ _ASSIGNMENT = (
     + r"))"
 )
 #: Cheap confirmations before _ASSIGNMENT runs: a key word followed by a separator. Each
-#: starts with a literal, so each is a fast scan; "input_tokens": 12 fails them all.
+#: starts with a literal (one of the rule's triggers, given with it), so each is a fast scan;
+#: "input_tokens": 12 fails them all.
 _ASSIGNMENT_GATES = tuple(
-    re.compile(word + _KEY_END + r"[ \t]*[:=]")
-    for word in (
-        r"secret(?:[_-]?access)?(?:[_-]?(?:key|string|value))?",
-        r"pass(?:w(?:or)?d|phrase)?",
-        r"credentials?",
-        r"pwd",
-        r"token",
-        r"api[_-]?key",
+    (trigger, re.compile(word + _KEY_END + r"[ \t]*[:=]"))
+    for trigger, word in (
+        ("secret", r"secret(?:[_-]?access)?(?:[_-]?(?:key|string|value))?"),
+        ("pass", r"pass(?:w(?:or)?d|phrase)?"),
+        ("credential", r"credentials?"),
+        ("pwd", r"pwd"),
+        ("token", r"token"),
+        ("api", r"api[_-]?key"),
     )
 )
 
@@ -329,8 +333,10 @@ class _Rule:
     triggers: tuple[str, ...]
     #: ... (or in the folded text, where the pattern then runs too) ...
     folded: bool = False
-    #: ... and, if given, one of these also matches there.
-    gates: tuple[re.Pattern[str], ...] = ()
+    #: ... and, if given, one of these also matches there (in the folded text). Each gate is
+    #: given with the trigger it starts with, and tried only where that trigger was found:
+    #: elsewhere it cannot match (the Discord gate's "." too: folding keeps every ".").
+    gates: tuple[tuple[str, re.Pattern[str]], ...] = ()
     #: Given a match, the kind to record (default: ``kind``). Never declines a match: a match
     #: left unchanged would still consume its text and could hide a secret inside it.
     classify: Callable[[re.Match[str]], str] | None = None
@@ -355,7 +361,10 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("google-api-key", re.compile(_GOOGLE), ("AIza",)),
     _Rule("aws-access-key", re.compile(_AWS_ACCESS), ("AKIA", "ASIA")),
     _Rule("telegram-bot-token", re.compile(_TELEGRAM), (":AA",)),
-    _Rule("discord-bot-token", re.compile(_DISCORD), (".",), gates=(re.compile(_DISCORD_GATE),)),
+    _Rule(
+        "discord-bot-token", re.compile(_DISCORD), (".",),
+        gates=((".", re.compile(_DISCORD_GATE)),),
+    ),
     _Rule("webhook-token", re.compile(_WEBHOOK), ("/api/webhooks/",)),
     _Rule("sentry-token", re.compile(_SENTRY), ("sntrys_", "sntryu_")),
     _Rule("tavily-key", re.compile(_TAVILY), ("tvly-",)),
@@ -387,27 +396,46 @@ _TRIGGERS: tuple[tuple[str, bool, tuple[int, ...]], ...] = tuple(
     (t, folded, tuple(i for i, r in enumerate(_RULES) if t in r.triggers and r.folded == folded))
     for t, folded in dict.fromkeys((t, r.folded) for r in _RULES for t in r.triggers)
 )
+#: Each trigger lowercased, once, and the triggers that lowercase to it. A trigger occurs in
+#: the text only where its lowercase occurs in the folded text (folding is character for
+#: character), so one pass over the folded text finds every candidate; a trigger of the text
+#: as it is is then confirmed there, a substring test.
+_LOWERED = tuple(dict.fromkeys(t.lower() for t, _, _ in _TRIGGERS))
+_CANDIDATES = tuple(tuple(trig for trig in _TRIGGERS if trig[0].lower() == low) for low in _LOWERED)
+#: Every occurrence of every lowercased trigger (``overlapping``) in the folded text's UTF-8
+#: bytes: the triggers are ASCII, so they occur in the bytes exactly where in the text.
+_FIND = BytesAhoCorasick([t.encode() for t in _LOWERED], implementation=Implementation.DFA)
 
 
 def _active_rules(text: str) -> list[_Rule]:
     """The fast path: the rules whose trigger occurs in ``text``, in order; usually none.
 
-    One substring test (``in``, a fast scan in C) per distinct trigger. Measured faster than
-    a single case-insensitive regex alternation of all the triggers, which Python's regex
-    engine tries position by position.
+    The folded text is searched for every trigger at once by an Aho-Corasick automaton: one
+    pass over it in Rust, whatever the number of triggers. Measured against a substring test
+    per trigger (``in``, 41 of them): 3-4 against 7-9 us for a detail of 140 characters, and
+    a fraction of the time for the few KB of a session's saved state; a regex alternation of
+    the triggers, tried position by position, is slower than both.
     """
     folded = _fold(text)
-    woken: set[int] = set()
-    for trigger, in_folded, ids in _TRIGGERS:
-        if trigger in (folded if in_folded else text):
-            woken.update(ids)
-    if not woken:
+    hits = {i for i, _, _ in _FIND.find_matches_as_indexes(
+        folded.encode("utf-8", "surrogatepass"), overlapping=True)}
+    if not hits:
         return []
-    return [
-        rule
-        for i, rule in enumerate(_RULES)
-        if i in woken and (not rule.gates or any(g.search(folded) for g in rule.gates))
-    ]
+    woken: set[int] = set()
+    found: set[str] = set()
+    for i in hits:
+        for trigger, in_folded, ids in _CANDIDATES[i]:
+            if in_folded or trigger in text:
+                woken.update(ids)
+                found.add(trigger)
+    rules = []
+    for i in sorted(woken):
+        rule = _RULES[i]
+        if not rule.gates or any(
+            trigger in found and gate.search(folded) for trigger, gate in rule.gates
+        ):
+            rules.append(rule)
+    return rules
 
 
 #: Texts that no rule can find a secret in: hex digits (hashes, ids), numbers, timestamps and
@@ -423,9 +451,13 @@ def redact_counts(text: str) -> tuple[str, dict[str, int]]:
     """
     if PLAIN_TEXT.fullmatch(text):
         return text, {}
-    rules = _active_rules(text)
+    return _redacted_counts(text)
+
+
+def _redacted_counts(text: str) -> tuple[str, dict[str, int]]:
+    """:func:`redact_counts` of a text known not to be :data:`PLAIN_TEXT`."""
     counts: dict[str, int] = {}
-    for rule in rules:
+    for rule in _active_rules(text):
         text = _apply(rule, text, counts)
     return _apply_rule_set(text, counts), counts
 
@@ -443,7 +475,7 @@ def redact(text: str) -> tuple[str, int]:
         return known
     if PLAIN_TEXT.fullmatch(text):  # not remembered: most such texts (hashes, times) are unique
         return text, 0
-    cleaned, counts = redact_counts(text)
+    cleaned, counts = _redacted_counts(text)
     result = (cleaned, sum(counts.values()))
     if len(text) <= MEMO_CHARS:
         if len(_MEMO) >= MEMO_ENTRIES:

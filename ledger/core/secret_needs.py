@@ -31,6 +31,8 @@ from re import _constants as C  # type: ignore[attr-defined]
 from re import _parser as P  # type: ignore[attr-defined]
 from typing import Any
 
+from ahocorasick_rs import BytesAhoCorasick, Implementation
+
 DIST = "kingfisher-secret-scanner"
 #: Bits a position is worth: a letter or digit ignoring case is one of some 36 characters.
 _LITERAL_BITS = math.log2(36)
@@ -60,44 +62,42 @@ def could_match(text: str, entries: Sequence[Entry] | None) -> bool:
     """Whether ``text`` holds the needs of some rule (``None``: the needs are unknown, so
     every text might). A rule's needs are searched for only in a text that holds one of its
     words: a plain substring of the case-folded text (Kingfisher's ignoring of case folds
-    Unicode's ``K`` and ``ſ`` to ASCII, as :meth:`str.casefold` does), looked up by the
-    pairs of characters the text holds."""
+    Unicode's ``K`` and ``ſ`` to ASCII, as :meth:`str.casefold` does), every word of every
+    rule looked for at once (an Aho-Corasick automaton, one pass over the folded text's
+    bytes, where a word occurs exactly where it does in the text)."""
     if entries is None:
         return True
-    folded = text.casefold()
-    if len(folded) <= _INDEXED_MAX:
-        wordless, by_pair = _index(entries)
-        chosen = set(wordless)
-        for pair in {folded[i : i + 2] for i in range(len(folded) - 1)} & by_pair.keys():
-            chosen.update(by_pair[pair])
-        entries = [entries[i] for i in sorted(chosen)]
+    wordless, find, holders = _finder(entries)
+    chosen = set(wordless)
+    if find is not None:
+        folded = text.casefold().encode("utf-8", "surrogatepass")
+        for word in {w for w, _, _ in find.find_matches_as_indexes(folded, overlapping=True)}:
+            chosen.update(holders[word])
     return any(
-        (not words or any(w in folded for w in words))
-        and all(_regex(need).search(text) for need in needs)
-        for words, needs in entries
+        all(_regex(need).search(text) for need in entries[i][1]) for i in sorted(chosen)
     )
 
 
-#: Texts up to this long have their entries picked by the pairs of characters they hold; a
-#: longer text holds most pairs, and would pay for the picking for nothing.
-_INDEXED_MAX = 2048
-
-
 #: By the id of a table: the table (kept, so that its id is never another's), its entries
-#: with no word, and by the first two characters of each word the entries that have it.
-_INDEXES: dict[int, tuple[Sequence[Entry], tuple[int, ...], dict[str, list[int]]]] = {}
+#: with no word, the automaton of all its words (None: it has none), and by word the entries
+#: that have it.
+_FINDERS: dict[int, tuple[Sequence[Entry], tuple[int, ...], Any, list[list[int]]]] = {}
 
 
-def _index(entries: Sequence[Entry]) -> tuple[tuple[int, ...], dict[str, list[int]]]:
-    found = _INDEXES.get(id(entries))
+def _finder(entries: Sequence[Entry]) -> tuple[tuple[int, ...], Any, list[list[int]]]:
+    found = _FINDERS.get(id(entries))
     if found is None:
-        by_pair: dict[str, list[int]] = {}
+        by_word: dict[str, list[int]] = {}
         for i, (words, _needs) in enumerate(entries):
             for word in words:
-                by_pair.setdefault(word[:2], []).append(i)
+                by_word.setdefault(word, []).append(i)
         wordless = tuple(i for i, (words, _needs) in enumerate(entries) if not words)
-        found = _INDEXES[id(entries)] = (entries, wordless, by_pair)
-    return found[1], found[2]
+        find = BytesAhoCorasick(
+            [w.encode("utf-8", "surrogatepass") for w in by_word],
+            implementation=Implementation.DFA,
+        ) if by_word else None
+        found = _FINDERS[id(entries)] = (entries, wordless, find, list(by_word.values()))
+    return found[1], found[2], found[3]
 
 
 def installed_needs() -> tuple[Entry, ...] | None:

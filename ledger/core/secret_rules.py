@@ -9,13 +9,13 @@ network. ``bench/secret_detectors.py`` compares it with the alternatives (``docs
 says why this one).
 
 Speed: a text that has no run of :data:`MIN_RUN` token characters (``/`` and ``.`` not
-counted: they cut paths and host names into words) is not handed to the engine at all (one
-regex search, in C). The formats of the rule set are tokens of that length or longer; a key
-that ``/`` cuts short is base64, which the first pass recognises by its context
-(``AccountKey=``, ``aws_secret_access_key``). Most ingested text (tool names, short details,
-paths, prose) stops there. A text that passes it is then searched for what some rule's
-pattern needs (:mod:`ledger.core.secret_needs`: ``heroku``, ``ghp_``, ...): ids, hashes and
-hyphenated words hold none, and the rule set is not even loaded until a text holds one.
+counted: they cut paths and host names into words) is not handed to the engine at all (its
+bytes translated and one substring test, in C). The formats of the rule set are tokens of
+that length or longer; a key that ``/`` cuts short is base64, which the first pass recognises
+by its context (``AccountKey=``, ``aws_secret_access_key``). Most ingested text (tool names,
+short details, paths, prose) stops there. A text that passes it is then searched for what
+some rule's pattern needs (:mod:`ledger.core.secret_needs`: ``heroku``, ``ghp_``, ...): ids,
+hashes and hyphenated words hold none, and the rule set is not even loaded until a text holds one.
 
 Pure in the sense that matters here: the same text always gives the same spans.
 """
@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import string
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,13 @@ __all__ = ["MIN_RUN", "kind_of", "rule_kinds", "secret_spans"]
 #: The run of token characters (not counting ``/`` and ``.``, which split paths and host
 #: names into short words) that a text must have for the rule set to look at it.
 MIN_RUN = 20
-_PREFILTER = re.compile(f"[A-Za-z0-9_+=~%-]{{{MIN_RUN}}}")
+RUN_CHARS = string.ascii_letters + string.digits + "_+=~%-"
+#: The prefilter, on the text's UTF-8 bytes: each byte of a token character made ``a``, any
+#: other byte a space (the token characters are ASCII, so a run of them is a run of ``a``),
+#: then one substring test. Three to four times as fast as the regex search
+#: ``[A-Za-z0-9_+=~%-]{20}``, which the engine tries position by position.
+_RUN_BYTES = bytes(ord("a") if chr(i) in RUN_CHARS else ord(" ") for i in range(256))
+_RUN = b"a" * MIN_RUN
 #: A span is widened to the whole token around it: a rule that matched only part of a token
 #: (its head, or a tail after a prefix) must not leave the rest behind.
 _BEFORE = re.compile(r"[A-Za-z0-9_+/~%-]*\Z")
@@ -57,6 +64,22 @@ def _scanner() -> Any:
 
 
 _needs = functools.cache(installed_needs)
+
+
+#: How many bytes of text the needs are asked about before the rule set is loaded instead.
+#: The needs cost about 1 us a byte of a long text (a session's saved state, 2-5 KB, holds
+#: words of many rules, whose needs are then searched: 3 ms each), loading the rules 0.33 s
+#: once: so a process that has asked about this much loads them, as a renter buys what it
+#: has paid the price of in rent (at most twice the cost of knowing in advance). A hook's
+#: call or an ingest of a few new lines stays well under it.
+NEEDS_BUDGET = 300_000
+_asked = [0]
+
+
+def _asked_enough(size: int) -> bool:
+    """Count ``size`` bytes more asked of the needs; whether :data:`NEEDS_BUDGET` is spent."""
+    _asked[0] += size
+    return _asked[0] > NEEDS_BUDGET
 
 
 def _cache_dir() -> str | None:
@@ -91,14 +114,15 @@ def secret_spans(text: str) -> list[tuple[int, int, str]]:
     Each secret is located in ``text`` by its value (every occurrence of it), widened to the
     token it sits in.
     """
-    if _PREFILTER.search(text) is None:
+    data = text.encode("utf-8", "surrogatepass")
+    if _RUN not in data.translate(_RUN_BYTES):
         return []
     # The needs spare a process that has not loaded the rules from loading them; once they
     # are loaded, the scanner itself is cheaper than the needs' searches (an ingest ran in
     # half the CPU) and finds the same, since a text lacking the needs matches no rule.
-    if _scanner.cache_info().currsize == 0 and not could_match(text, _needs()):
-        return []
-    data = text.encode("utf-8", "surrogatepass")
+    if _scanner.cache_info().currsize == 0 and not _asked_enough(len(data)):
+        if not could_match(text, _needs()):
+            return []
     found: list[tuple[int, int, str]] = []
     for finding in _scanner().scan(data):
         secret = finding.secret

@@ -6,6 +6,7 @@ Every secret in this file and in tests/fixtures/secrets/ is fake: right shape, r
 from __future__ import annotations
 
 import base64
+import re
 import string
 from pathlib import Path
 
@@ -13,8 +14,13 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from ledger.core import secret_rules
 from ledger.core.redact import (
+    _RULES,
+    _TRIGGERS,
     REDACTION_KINDS,
+    _active_rules,
+    _fold,
     is_placeholder,
     redact,
     redact_counts,
@@ -849,6 +855,46 @@ FRAGMENTS = [
 MIXED_TEXT = st.lists(
     st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=4)), max_size=30
 ).map("".join)
+
+
+def test_each_gate_starts_with_the_trigger_it_is_given_with() -> None:
+    """A gate is tried only where its trigger was found: it must start with it, so that it
+    cannot match anywhere else."""
+    gated = [(t, g) for r in _RULES for t, g in r.gates]
+    assert gated and all(g.pattern.startswith(re.escape(t)) for t, g in gated)
+
+
+TRIGGER_TEXT = st.lists(
+    st.one_of(st.sampled_from([t for t, _, _ in _TRIGGERS]), st.sampled_from(FRAGMENTS),
+              st.text(max_size=3), st.sampled_from(["\ud83d", "\udc00", "\u0130"])),
+    max_size=20,
+).map("".join)
+
+
+@settings(max_examples=1000, suppress_health_check=[HealthCheck.too_slow])
+@given(text=st.one_of(st.text(), TRIGGER_TEXT))
+def test_the_trigger_search_wakes_the_rules_a_substring_test_does(text: str) -> None:
+    """The one-pass search for every trigger wakes, in order, exactly the rules whose trigger
+    is a substring of the text (or of its folded twin), lone surrogates and all."""
+    folded = _fold(text)
+    woken = {i for t, in_folded, ids in _TRIGGERS if t in (folded if in_folded else text)
+             for i in ids}
+    expected = [r for i, r in enumerate(_RULES)
+                if i in woken and (not r.gates or any(g.search(folded) for _, g in r.gates))]
+    assert _active_rules(text) == expected
+
+
+@settings(max_examples=500)
+@given(text=st.text(st.sampled_from("aZ09_+=~%-/. \n\u00e9\ud83d"), max_size=80))
+def test_the_rule_sets_prefilter_finds_every_run_of_token_characters(text: str) -> None:
+    """The prefilter, a substring test on the text's bytes translated, finds a run wherever
+    one is, and only there (non-ASCII characters, surrogates too, end a run)."""
+    run = re.search(f"[{re.escape(secret_rules.RUN_CHARS)}]{{{secret_rules.MIN_RUN}}}", text)
+    spans = secret_rules.secret_spans(text)
+    if run is None:
+        assert spans == []
+    data = text.encode("utf-8", "surrogatepass").translate(secret_rules._RUN_BYTES)
+    assert (secret_rules._RUN in data) == (run is not None)
 
 
 @settings(max_examples=1000, suppress_health_check=[HealthCheck.too_slow])

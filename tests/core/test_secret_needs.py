@@ -127,5 +127,44 @@ def test_text_with_a_candidate_loads_them() -> None:
     assert _rules_loaded_after(["heroku: 8463c716-a2ea-4c14-9efa-87158ebd9f20"])
 
 
+def _ids(count: int) -> list[str]:
+    """Texts of 740 bytes that pass the run prefilter and hold no rule's needs, all different."""
+    return [f"{i:08d}-ae70-4798-800f-63464d01a85d " * 20 for i in range(count)]
+
+
+@pytest.mark.parametrize(("share", "loaded"), [(0.1, False), (1.1, True)])
+def test_the_rules_are_loaded_once_the_needs_were_asked_about_enough_text(
+    share: float, loaded: bool
+) -> None:
+    """Past NEEDS_BUDGET bytes asked of the needs, loading the rules costs less than asking
+    on (a long ingest's saved states): they are loaded; a tenth of that leaves them alone."""
+    count = int(secret_rules.NEEDS_BUDGET * share / 740) + 1
+    assert _rules_loaded_after(_ids(count)) is loaded
+
+
 def test_an_unknown_rule_set_makes_every_text_a_candidate() -> None:
     assert could_match("258c7280-ae70-4798-800f-63464d01a85d", None)
+
+
+NEEDS = installed_needs() or ()
+WORDS = sorted({w for words, _needs in NEEDS for w in words})
+NEEDS_TEXT = st.lists(
+    st.one_of(st.sampled_from(WORDS or ["heroku"]), st.sampled_from(WORDS or ["heroku"]).map(
+        str.upper), st.text(max_size=4), st.sampled_from(
+        ["=", ": ", "-", "_", "\u212a", "\u017f", "\u0130", "\u00df", "\ud83d", "0" * 32])),
+    max_size=12,
+).map("".join)
+
+
+@settings(max_examples=500, suppress_health_check=[HealthCheck.too_slow])
+@given(text=NEEDS_TEXT)
+def test_could_match_is_its_definition(text: str) -> None:
+    """The one pass for every word chooses the rules the definition does: a rule whose words
+    include one the case-folded text holds (or that has none), and then all its needs."""
+    folded = text.casefold()
+    expected = any(
+        (not words or any(w in folded for w in words))
+        and all(re.compile(need, re.IGNORECASE).search(text) for need in needs)
+        for words, needs in NEEDS
+    )
+    assert could_match(text, NEEDS) == expected
