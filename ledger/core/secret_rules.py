@@ -63,6 +63,12 @@ def _scanner() -> Any:
     return Scanner(Rules(confidence=CONFIDENCE, cache_dir=_cache_dir()), base64=False)
 
 
+def load() -> None:
+    """The rule set loaded now: for a process about to fork workers that will scan much (they
+    share it, and each skips the needs once it is there: :func:`secret_spans`)."""
+    _scanner()
+
+
 _needs = functools.cache(installed_needs)
 
 

@@ -39,8 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ledger.core import secret_rules
 from ledger.core.fold import Fold
-from ledger.core.secret_rules import MIN_RUN, secret_spans
 from ledger.db import sources, writes
 from ledger.formats.detect import DOCUMENTS
 from ledger.ingest.bulk import bulk_work
@@ -167,8 +167,9 @@ def _load_before_forking(options: Options) -> None:
     its first text with a long token or its first round: the secret rule set (0.6-1 s of CPU
     a process on this machine) and the prices (the remembered ones, else the library's data:
     0.3 s). Forked workers share both (the rule set's engine starts no thread, so forking
-    after it is safe)."""
-    secret_spans("_" * MIN_RUN)
+    after it is safe). Workers start only for megabytes of new text, past what the needs
+    are asked about before the rules load anyway (``secret_rules.NEEDS_BUDGET``)."""
+    secret_rules.load()
     options.prices.rates("")  # any model name loads the prices
 
 

@@ -475,3 +475,19 @@ def test_ctrl_c_on_a_following_ingest_with_workers_leaves_no_worker_and_loses_no
     clean = tmp_path / "clean.db"
     ingest(clean, [runs], Options(jobs=0))
     assert_same(clean, db)
+
+
+LOADED_BEFORE_FORKING = (
+    "from ledger.core import secret_rules\n"
+    "from ledger.ingest.options import Options\n"
+    "from ledger.ingest.parallel import _load_before_forking\n"
+    "_load_before_forking(Options())\n"
+    "print(secret_rules._scanner.cache_info().currsize)\n"
+)
+
+
+def test_the_rule_set_is_loaded_before_the_workers_are_forked() -> None:
+    """Workers share the parent's rule set (a fresh process: this one may hold it already)."""
+    done = subprocess.run([sys.executable, "-c", LOADED_BEFORE_FORKING], capture_output=True,
+                          text=True, check=True)
+    assert done.stdout.strip() == "1"
