@@ -197,16 +197,10 @@ def serve(args: Arguments, idle_s: float | None = None, announce: bool = False) 
                 [args.vendor_map, args.prices])
 
     def warm() -> None:
-        from ledger.core.redact import redact
-
         if announce:
             print(f"agent-ledger hook serve: answering on {sock} (Ctrl-C to stop)",
                   file=sys.stderr)
-        try:
-            make(args.budget_file)  # prices and maps loaded now
-        except HookInputError as exc:  # each call is denied saying so, until it is fixed
-            print(f"agent-ledger hook serve: {exc}", file=sys.stderr)
-        redact("warm the scanner: " + "A1b2" * 8)
+        warm_up(make, args.budget_file)
 
     code = hook_server.main_loop(
         sock, db, lambda stdin: run(stdin, db, make, args.budget_file, args.fail_open),
@@ -216,6 +210,19 @@ def serve(args: Arguments, idle_s: float | None = None, announce: bool = False) 
     if code == hook_server.EXIT_BUSY and announce:
         print(f"agent-ledger hook serve: a server answers on {sock} already", file=sys.stderr)
     return code
+
+
+def warm_up(make: OptionsFor, budget_file: str | None) -> None:
+    """What a server loads before it listens, not in the first call that needs it: the
+    options (prices and maps) and the secret rule set (0.3 s; a server that has asked the
+    needs about ``secret_rules.NEEDS_BUDGET`` bytes of text would load it mid-call anyway)."""
+    from ledger.core import secret_rules
+
+    try:
+        make(budget_file)
+    except HookInputError as exc:  # each call is denied saying so, until it is fixed
+        print(f"agent-ledger hook serve: {exc}", file=sys.stderr)
+    secret_rules.load()
 
 
 if __name__ == "__main__":

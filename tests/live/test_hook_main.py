@@ -140,3 +140,18 @@ def test_a_plain_call_imports_only_what_the_hook_needs(tmp_path: Path) -> None:
     assert loaded[1] == []
     assert [r["decision"] for r in rows(db, "select decision from hook_decisions")] == [
         "allow", "allow"]
+
+
+WARMED = (
+    "from ledger.core import secret_rules\n"
+    "from ledger.live.hook_main import options_for, warm_up\n"
+    "warm_up(options_for([], None, None), None)\n"
+    "print(secret_rules._scanner.cache_info().currsize)\n"
+)
+
+
+def test_a_server_loads_the_rule_set_before_it_listens() -> None:
+    """Not in a call (a fresh process: this one may hold the rules already)."""
+    done = subprocess.run([sys.executable, "-c", WARMED], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip() == "1"
