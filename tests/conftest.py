@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,24 @@ settings.register_profile(
     "agent-ledger", deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.load_profile("agent-ledger")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The suite's own user cache folder (agent-ledger's price and action-map caches,
+    ``ledger/config/user_cache.py``), so that no test reads what the user's own runs left in
+    ``~/.cache/agent-ledger`` or leaves anything there; set in the environment, so the
+    commands the tests start use it too. The rule set's compiled cache stays where the
+    library keeps it (``kingfisher/rule-cache`` in the user's cache folder): compiling it
+    again costs seconds and tells nothing."""
+    real = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    os.environ.setdefault("KF_RULE_CACHE_DIR", os.path.join(real, "kingfisher", "rule-cache"))
+    os.environ["XDG_CACHE_HOME"] = config._ledger_cache = tempfile.mkdtemp(  # type: ignore[attr-defined]
+        prefix="agent-ledger-test-cache-")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if folder := getattr(config, "_ledger_cache", None):
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture
