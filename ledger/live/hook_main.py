@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,6 +37,9 @@ _VALUED = {"--db": "db", "--budget-file": "budget_file", "--vendor-map": "vendor
 _SERVE_VALUED = {"--socket": "socket"}
 #: The options built for this many budget files are kept (a server answers many projects).
 OPTIONS_KEPT = 32
+#: A file changed this recently is read again at the next call (see :func:`kept`): more than
+#: the coarsest timestamps in use (FAT's 2 s; ext4 and APFS keep nanoseconds).
+RACY_NS = 3_000_000_000
 
 
 @dataclass
@@ -128,20 +132,31 @@ def options_for(
     return make
 
 
-def kept(make: OptionsFor, files: Sequence[str | None] = ()) -> OptionsFor:
+def kept(
+    make: OptionsFor, files: Sequence[str | None] = (), clock: Callable[[], int] = time.time_ns
+) -> OptionsFor:
     """``make``, its options kept per budget file: built again only when the file (or one of
     ``files``: the vendor map and prices given) is another one, or was changed (its inode,
-    size, mtime or ctime differ), so a budget edited between calls is the next call's."""
+    size, mtime or ctime differ), so a budget edited between calls is the next call's.
+
+    Options built from a file modified less than :data:`RACY_NS` before are not kept (git's
+    rule for "racily clean" files): an edit within the same tick of the file system's clock
+    keeps every field of the stamp, and would otherwise go unseen. (An edit later than that
+    tick always moves the mtime.)"""
     built: dict[tuple[object, ...], Options] = {}
 
     def get(found: str | None) -> Options:
-        key = (found, *map(_stamp, (found, *files)))
-        if key not in built:
-            options = make(found)  # (a bad file raises: not kept, read again next call)
+        now = clock()
+        stamps = tuple(map(_stamp, (found, *files)))
+        key = (found, *stamps)
+        if key in built:
+            return built[key]
+        options = make(found)  # (a bad file raises: not kept, read again next call)
+        if not any(stamp and stamp[2] > now - RACY_NS for stamp in stamps):
             if len(built) >= OPTIONS_KEPT:
                 built.pop(next(iter(built)))
             built[key] = options
-        return built[key]
+        return options
 
     return get
 

@@ -12,8 +12,17 @@ from typing import Any
 import pytest
 
 from ledger.cli.options import make_options
+from ledger.live import hook_main
 from ledger.live.hook import HookInputError
-from ledger.live.hook_main import Arguments, main, options_for, parse, serve_main
+from ledger.live.hook_main import (
+    RACY_NS,
+    Arguments,
+    kept,
+    main,
+    options_for,
+    parse,
+    serve_main,
+)
 from tests.helpers import REAL_LOGS, rows
 
 SOURCE = REAL_LOGS / "01_claude_code_main_session_short_v2.1.38.jsonl"
@@ -155,3 +164,47 @@ def test_a_server_loads_the_rule_set_before_it_listens() -> None:
     done = subprocess.run([sys.executable, "-c", WARMED], capture_output=True, text=True,
                           check=True)
     assert done.stdout.strip() == "1"
+
+
+def counted(built: list[str | None]):
+    light = options_for([], None, None)
+    return lambda found: (built.append(found), light(found))[1]
+
+
+@pytest.mark.parametrize(("age_s", "builds"), [
+    (60, 1),  # changed long ago: built once, kept for the next calls
+    (0, 3),  # changed just now: read again at every call until the stamp is old enough
+])
+def test_options_are_kept_once_the_budget_file_is_no_longer_racy(
+    tmp_path: Path, age_s: int, builds: int
+) -> None:
+    budget = tmp_path / "budget.toml"
+    budget.write_text("max_steps = 4\n")
+    now = budget.stat().st_mtime_ns + age_s * 1_000_000_000
+    built: list[str | None] = []
+    get = kept(counted(built), clock=lambda: now)
+    for _ in range(3):
+        assert get(str(budget)).budget.max_steps == 4
+    assert len(built) == builds
+
+
+def test_an_edit_that_keeps_every_field_of_the_stamp_is_still_seen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two writes in one tick of a coarse file system clock leave inode, size, mtime and
+    ctime as they were (made so here: the stamp is fixed). The first build happened within
+    RACY_NS of the file's change, so it was not kept, and the edit is read; once the stamp is
+    old enough the options are kept."""
+    budget = tmp_path / "budget.toml"
+    budget.write_text("max_steps = 4\n")
+    at = budget.stat().st_mtime_ns
+    monkeypatch.setattr(hook_main, "_stamp", lambda path: path and (1, 14, at, at))
+    clock = [at + RACY_NS // 2]
+    built: list[str | None] = []
+    get = kept(counted(built), clock=lambda: clock[0])
+    assert get(str(budget)).budget.max_steps == 4
+    budget.write_text("max_steps = 5\n")  # the same size, the same stamp
+    assert get(str(budget)).budget.max_steps == 5
+    clock[0] += RACY_NS  # now kept
+    assert [get(str(budget)).budget.max_steps for _ in range(3)] == [5, 5, 5]
+    assert len(built) == 3
