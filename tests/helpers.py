@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import errno
 import os
+import socket
+import subprocess
+import sys
 import tempfile
-from collections.abc import Callable, Iterable
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import sqlite_utils
 
@@ -90,3 +95,48 @@ def refuse_to_open(monkeypatch: Any, path: Path) -> Callable[[], None]:
 
     monkeypatch.setattr(os, "open", refusing)
     return lambda: monkeypatch.setattr(os, "open", real_open)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_serving(
+    db_path: Path, log: IO[str], env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
+    """`agent-ledger serve db_path` on a free port of 127.0.0.1, once it answers (waits up to
+    30 s): the process and its address. It is killed if it does not start."""
+    import httpx
+
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ledger", "serve", str(db_path), "--port", str(port)],
+        stdout=log, stderr=subprocess.STDOUT, env=env,
+    )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            if httpx.get(f"{base}/-/versions.json").status_code == 200:
+                return process, base
+        except httpx.TransportError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            process.wait()
+            raise RuntimeError(f"agent-ledger serve did not start; see {log.name}")
+        time.sleep(0.2)
+
+
+@contextmanager
+def serving(db_path: Path, log_path: Path) -> Iterator[str]:
+    """:func:`start_serving`, stopped on leaving."""
+    with log_path.open("w") as log:
+        process, base = start_serving(db_path, log)
+        try:
+            yield base
+        finally:
+            process.terminate()
+            process.wait(timeout=10)

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import signal
 import tempfile
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -125,7 +128,7 @@ def run(
     from datasette.cli import serve
 
     metadata = with_hosts(metadata_for(db_path, metadata_files), allowed_hosts(host, allow_hosts))
-    with tempfile.TemporaryDirectory(prefix="agent-ledger-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="agent-ledger-") as tmp, _exit_on_sigterm():
         metadata_path = str(Path(tmp) / "metadata.json")
         Path(metadata_path).write_text(json.dumps(metadata), encoding="utf-8")
         try:
@@ -137,3 +140,23 @@ def run(
         except SystemExit as exc:
             return int(exc.code or 0)
     return 0
+
+
+@contextmanager
+def _exit_on_sigterm() -> Iterator[None]:
+    """SIGTERM made a ``SystemExit(143)`` while serving, so that the metadata's temporary
+    folder is removed when the server is stopped (``kill``, a service manager). uvicorn
+    shuts down gracefully on SIGTERM, puts back the handler it found and raises the signal
+    again: with Python's default one the process died there and left the folder behind."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_exit)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _raise_exit(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)

@@ -15,15 +15,11 @@ import os
 import re
 import shutil
 import socket
-import subprocess
-import sys
-import time
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import httpx
 import pytest
 from datasette.utils import tilde_encode
 from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
@@ -31,7 +27,7 @@ from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_play
 from ledger.cli import cli
 from tests import dashboard_data as data
 from tests.dashboard import bidi_data, spend_data
-from tests.helpers import ROOT, SAMPLES
+from tests.helpers import ROOT, SAMPLES, serving
 from tests.hosts import OVERLAPPING, host_dbs, merge_into
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -51,40 +47,6 @@ document.addEventListener("securitypolicyviolation", (e) => {
 SCREENSHOTS = Path(__file__).parent.parent / "screenshots"
 README_SCREENSHOT = ROOT / "docs" / "images" / "overview.png"
 UPDATE_SCREENSHOT = "AGENT_LEDGER_UPDATE_SCREENSHOT"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextmanager
-def serving(db_path: Path, log_path: Path) -> Iterator[str]:
-    """`agent-ledger serve db_path` on a free port of 127.0.0.1, stopped on leaving."""
-    port = free_port()
-    log = log_path.open("w")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "ledger", "serve", str(db_path), "--port", str(port)],
-        stdout=log, stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"{base}/-/versions.json").status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"agent-ledger serve did not start; see {log.name}")
-            time.sleep(0.2)
-        yield base
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-        log.close()
 
 
 def serve_built(

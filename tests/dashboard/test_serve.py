@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import signal
 import sqlite3
 from pathlib import Path
 
@@ -20,6 +22,7 @@ from ledger.views.serve import (
     metadata_for,
     read_metadata,
 )
+from tests.helpers import start_serving
 
 
 @pytest_asyncio.fixture
@@ -184,3 +187,23 @@ def test_serve_turns_suggested_facets_off() -> None:
     args = datasette_args("x.db", "m.json", "127.0.0.1", 8001, None, [])
     i = args.index("--setting")
     assert args[i: i + 3] == ["--setting", "suggest_facets", "off"]
+
+
+@pytest.mark.parametrize(("stop", "code"), [
+    (signal.SIGTERM, 128 + signal.SIGTERM),  # kill, a service manager
+    (signal.SIGINT, 0),  # Ctrl-C
+])
+def test_a_stopped_server_leaves_no_temporary_folder(
+    sample_db: Path, tmp_path: Path, stop: signal.Signals, code: int
+) -> None:
+    """The metadata written for Datasette goes with the server however it is stopped
+    (uvicorn raises SIGTERM again after its graceful shutdown: Python's default handler
+    then ended the process before the folder was removed)."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    with (tmp_path / "serve.log").open("w") as log:
+        process, _ = start_serving(sample_db, log, env={**os.environ, "TMPDIR": str(temp)})
+        assert [p.name for p in temp.iterdir()][0].startswith("agent-ledger-")
+        process.send_signal(stop)
+        assert process.wait(timeout=30) == code
+    assert list(temp.iterdir()) == []
