@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
 
 from ledger.core.budget import GATE, LOOP
@@ -237,9 +237,15 @@ class Pending:
         self.out: set[str] = set()
         self._order: list[str] = []  # self.out in the order taken out, for reset()
 
-    def take_out(self, conn: sqlite3.Connection, session_ids: Iterable[str]) -> None:
+    def take_out(
+        self, conn: sqlite3.Connection, session_ids: Iterable[str], absent: Container[str] = ()
+    ) -> None:
+        """Take these sessions out (those not out yet). ``absent``: sessions this transaction
+        has found no ``sessions`` row of, and has not written since, whose contribution is
+        nothing: they are only marked out (to be added back), with no statement (a statement
+        a file, for the new sessions of a first ingest)."""
         new = sorted(set(session_ids) - self.out)
-        apply(conn, new, -1)
+        apply(conn, [sid for sid in new if sid not in absent], -1)
         self.out.update(new)
         self._order += new
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import sys
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -33,11 +34,32 @@ def sources_like(
 
 
 def source_ids_from(conn: sqlite3.Connection, prefix: str) -> set[str]:
-    """Source ids that start with ``prefix`` (the candidates a new id must not collide with)."""
-    rows = conn.execute(
-        "SELECT source_id FROM sources WHERE substr(source_id, 1, ?) = ?", (len(prefix), prefix)
-    )
+    """Source ids that start with ``prefix`` (the candidates a new id must not collide with).
+
+    Read as a range of the primary key's index (:func:`prefix_range`), not by a scan of every
+    source: a first ingest of n files made n scans of up to n ids."""
+    bounds = prefix_range(prefix)
+    if bounds is None:
+        rows = conn.execute(
+            "SELECT source_id FROM sources WHERE substr(source_id, 1, ?) = ?",
+            (len(prefix), prefix),
+        )
+    else:
+        rows = conn.execute(
+            "SELECT source_id FROM sources WHERE source_id >= ? AND source_id < ?", bounds
+        )
     return {source_id for (source_id,) in rows}
+
+
+def prefix_range(prefix: str) -> tuple[str, str] | None:
+    """``(prefix, successor)``: the texts that start with ``prefix`` are those from the one to
+    below the other, as SQLite compares texts (their UTF-8 bytes, so in code point order).
+    None where no successor can be written: an empty prefix, or one whose last character
+    has no next code point (the end of Unicode, or a surrogate next)."""
+    last = ord(prefix[-1]) + 1 if prefix else 0
+    if not last or 0xD800 <= last < 0xE000 or last > sys.maxunicode:
+        return None
+    return prefix, prefix[:-1] + chr(last)
 
 
 def load_state(conn: sqlite3.Connection, source_id: str, session_id: str) -> dict[str, Any] | None:

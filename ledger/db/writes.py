@@ -15,6 +15,7 @@ was committed and never commits half a batch (exactly-once effects from at-least
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
@@ -138,10 +139,7 @@ def _upsert_values(
 ) -> None:
     """Insert or replace rows given as values in ``columns`` order, every text cleaned (here,
     or by :func:`stored_rows` when ``stored``)."""
-    sql = (
-        f"INSERT OR REPLACE INTO [{table}] ({', '.join(f'[{c}]' for c in columns)}) "
-        f"VALUES ({', '.join('?' for _ in columns)})"
-    )
+    sql = _insert_sql("INSERT OR REPLACE", table, tuple(columns))
     conn.executemany(sql, values if stored else _cleaned_rows(values))
 
 
@@ -149,10 +147,16 @@ def insert(
     conn: sqlite3.Connection, table: str, columns: Sequence[str], values: Iterable[Sequence[Any]]
 ) -> None:
     """Insert rows given as values in ``columns`` order, every text cleaned."""
-    conn.executemany(
-        f"INSERT INTO [{table}] ({', '.join(f'[{c}]' for c in columns)}) "
-        f"VALUES ({', '.join('?' for _ in columns)})",
-        _cleaned_rows(values),
+    conn.executemany(_insert_sql("INSERT", table, tuple(columns)), _cleaned_rows(values))
+
+
+@functools.lru_cache(maxsize=64)
+def _insert_sql(verb: str, table: str, columns: tuple[str, ...]) -> str:
+    """The statement, written once per table and columns (a file writes five or six tables:
+    joining their column names again for each cost more than binding its one row)."""
+    return (
+        f"{verb} INTO [{table}] ({', '.join(f'[{c}]' for c in columns)}) "
+        f"VALUES ({', '.join('?' for _ in columns)})"
     )
 
 

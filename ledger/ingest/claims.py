@@ -4,7 +4,8 @@ A file is known by its fingerprint (its first complete line, see :mod:`ledger.in
 and the path it was read at. :func:`claim` finds the row an ingest continues from, or makes a
 new one; everything it decides is reported back to the caller (notices, sources to forget) so
 that the ingester alone counts and writes. :func:`plan` gives the ids the claims of new files
-will make, before they are made, for the workers that fold those files ahead.
+will make, before they are made, for the workers that fold those files ahead. What every
+claim of one ingest pass shares is worked out once a pass (:class:`Settings`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,29 @@ from ledger.ingest.source import Cursor
 NEW, UPDATED, UNCHANGED = "new", "updated", "unchanged"
 
 
+class Settings:
+    """The options of one ingest pass and what its claims derive from them, worked out once a
+    pass, not once a file: the fold digest (a JSON of every setting, hashed: 50 us) and the
+    task class of each folder (:func:`task_class_for`: a ``resolve()`` and a redaction, some
+    90 us). Made again each pass, so a folder moved or relinked between passes is seen."""
+
+    def __init__(self, options: Options) -> None:
+        self.options = options
+        self.digest = options.fold_digest
+        self._classes: dict[str, str] = {}  # a file's folder, as named -> its task class
+
+    def task_class(self, path: Path) -> str:
+        """:func:`task_class_for` ``path``, remembered by the folder the path names: a file that
+        is no link resolves to its folder resolved, so every file of that folder shares it."""
+        if os.path.islink(path):
+            return task_class_for(path, self.options)
+        folder = os.path.dirname(path)
+        known = self._classes.get(folder)
+        if known is None:
+            known = self._classes[folder] = task_class_for(path, self.options)
+        return known
+
+
 @dataclass
 class Claimed:
     """What :func:`claim` found: the row to continue from (None if the file is unchanged) and
@@ -38,7 +62,7 @@ class Claimed:
 def claim(
     conn: sqlite3.Connection,
     info: FileInfo,
-    options: Options,
+    settings: Settings,
     notice: Callable[[str], None],
     forget: Callable[[str], None],
 ) -> Claimed:
@@ -46,7 +70,7 @@ def claim(
 
     ``forget(source_id)`` is called for every source whose rows must go (a replaced file, a
     file to read again from the start) before its row is made again."""
-    digest = options.fold_digest
+    options, digest = settings.options, settings.digest
     names = names_of(info.path)
     known = ours(sources.sources_like(conn, names, info.fingerprint or ""), options.host)
     here = [s for s in known if s["path"] in names]
@@ -70,7 +94,7 @@ def claim(
         if reason:
             notice(f"{info.path}: {reason}; read again from the start")
             forget(source["source_id"])
-            return Claimed(_new_source(conn, info, source["source_id"], options, digest), NEW)
+            return Claimed(_new_source(conn, info, source["source_id"], settings), NEW)
         if source["offset"] >= info.size:
             if source["path"] != str(info.path):
                 writes.move_source(conn, source["source_id"], str(info.path))
@@ -79,12 +103,15 @@ def claim(
         return Claimed(source, UPDATED)
     base = (info.fingerprint or "")[:12]
     source_id = unique_id(base, sources.source_ids_from(conn, base))
-    return Claimed(_new_source(conn, info, source_id, options, digest), NEW)
+    return Claimed(_new_source(conn, info, source_id, settings), NEW)
 
 
-def plan(conn: sqlite3.Connection, files: list[Path], options: Options) -> list[PlannedSource]:
+def plan(
+    conn: sqlite3.Connection, files: list[Path], settings: Settings
+) -> list[PlannedSource]:
     """The files whose claims will make new sources, and the ids those claims will give
     (:func:`claim` gives a new file the first free id from its fingerprint)."""
+    options = settings.options
     taken: dict[str, set[str]] = {}
     planned = []
     for path in files:
@@ -100,7 +127,7 @@ def plan(conn: sqlite3.Connection, files: list[Path], options: Options) -> list[
         ids = taken.setdefault(base, sources.source_ids_from(conn, base))
         source_id = unique_id(base, ids)
         ids.add(source_id)
-        planned.append(PlannedSource(path, source_id, info, task_class_for(path, options)))
+        planned.append(PlannedSource(path, source_id, info, settings.task_class(path)))
     return planned
 
 
@@ -188,14 +215,14 @@ def _gone_or_changed(source: dict[str, Any]) -> bool:
 
 
 def _new_source(
-    conn: sqlite3.Connection, info: FileInfo, source_id: str, options: Options, digest: str
+    conn: sqlite3.Connection, info: FileInfo, source_id: str, settings: Settings
 ) -> dict[str, Any]:
     at = writes.now()
     source = {
         "source_id": source_id,
         "path": str(info.path),
         "dialect": info.dialect,
-        "task_class": task_class_for(info.path, options),
+        "task_class": settings.task_class(info.path),
         "fingerprint": info.fingerprint,
         "check_hash": None,
         "offset": 0,
@@ -203,12 +230,12 @@ def _new_source(
         "mtime": info.mtime,
         "lines": 0,
         "blank_lines": 0,
-        "fold_digest": digest,  # options.fold_digest, as claim() computed it
+        "fold_digest": settings.digest,
         "cursor": json.dumps(Cursor().to_dict()),
         "unknown_records": None,
         "first_ingested_at": at,
         "ingested_at": at,
-        "host": options.host,
+        "host": settings.options.host,
     }
     writes.write_batch(
         conn, steps=[], incidents=[], errors=[], sessions=[], states=[], source=source

@@ -75,6 +75,7 @@ class Ingester:
         self.summary.waiting = []
         self._touched: set[str] = set()
         self._forgot = False
+        self._settings = claims.Settings(self.options)
         before = (self.summary.new_files, self.summary.updated_files)
         files = self._storable(discover(paths, missing_ok, self._skip, self._tell))
         idle = self._idle(files)
@@ -123,7 +124,7 @@ class Ingester:
         what its new lines cost, however many files are only counted
         (:mod:`ledger.ingest.unchanged`)."""
         known = unchanged.read_to_end(self.db.conn)
-        digest = self.options.fold_digest
+        digest = self._settings.digest
         idle = {}
         for path in files:
             try:
@@ -149,7 +150,7 @@ class Ingester:
             self.progress(info.size)
             return
         with self._tx.unit() as conn:
-            claimed = claims.claim(conn, info, self.options, self._notice,
+            claimed = claims.claim(conn, info, self._settings, self._notice,
                                    lambda source_id: self._forget(conn, source_id))
         source = claimed.source
         if source is None:
@@ -168,13 +169,16 @@ class Ingester:
         else:
             self._ingest_here(info, source)
         if info.dialect not in DOCUMENTS and not self.should_stop():
-            self._report_unfinished(path, source["source_id"])
+            self._report_unfinished(info, source["source_id"])
 
-    def _report_unfinished(self, path: Path, source_id: str) -> None:
+    def _report_unfinished(self, info: FileInfo, source_id: str) -> None:
         """A file read to its last newline whose last line is not a whole record yet: an agent
-        still writing it, or a file cut short. Never silent: it is in the summary's waiting."""
+        still writing it, or a file cut short. Never silent: it is in the summary's waiting.
+        A file read to the size it had when sniffed and when last read has none: no second
+        look at it."""
+        path = info.path
         row = sources.source_row(self.db.conn, source_id)
-        if row is not None:
+        if row is not None and row["offset"] < max(info.size, row["size"] or 0):
             left = unread(path, row["offset"])
             if left:
                 self._waiting(path, row["offset"], left)
@@ -193,7 +197,9 @@ class Ingester:
 
     def _start_workers(self, files: list[Path]) -> parallel.Workers | None:
         """Workers for the files no ingest has seen, if there is enough of them to gain."""
-        planned = claims.plan(self.db.conn, files, self.options) if self.options.jobs > 0 else []
+        planned = (
+            claims.plan(self.db.conn, files, self._settings) if self.options.jobs > 0 else []
+        )
         jobs = [
             parallel.Job(str(p.path), p.source_id, p.info.dialect, p.task_class,
                          p.info.fingerprint, p.info.size)
@@ -231,19 +237,21 @@ class Ingester:
                 if self.should_stop():
                     return
                 tally = _Tally()
+                absent: set[str] = set()  # the batch's sessions with no sessions row
                 with self._tx.unit() as conn:
                     current = sources.source_row(conn, source["source_id"])
                     if claims.replaced(current, source) or current["offset"] != message.start:
                         break
                     while isinstance(message, parallel.Part):
-                        self._write_part(conn, message, tally)
+                        self._write_part(conn, message, tally, absent)
                         message = next(batches, None)
                         if message is None:
                             raise parallel.WorkerFailed("a batch ended without its end")
-                    self._check_owners(conn, message.owners)
+                    self._check_owners(conn, message.owners, absent)
                     current.update(offset=message.end, check_hash=message.check_hash,
                                    size=message.size, mtime=message.mtime)
-                    self._commit(conn, message.folded, current, steps_stored=True)
+                    self._commit(conn, message.folded, current, steps_stored=True,
+                                 absent=absent)
                 self._tx.add(message.lines or 1)
                 self._count_rows(source["path"], tally.steps, tally.errors, tally.unknown)
                 self._redactions_ahead += tally.redactions + message.redactions
@@ -255,25 +263,40 @@ class Ingester:
             pass  # the batch in hand was rolled back with its unit
         self._ingest_here(info, source)
 
-    def _write_part(self, conn: Any, part: parallel.Part, tally: _Tally) -> None:
+    def _write_part(
+        self, conn: Any, part: parallel.Part, tally: _Tally, absent: set[str]
+    ) -> None:
         """The rows of a batch's first lines (its sessions' state comes with its end)."""
-        self._check_owners(conn, part.owners)
+        self._check_owners(conn, part.owners, absent)
         out = part.out
-        self._tx.rollup.take_out(conn, {row[0] for row in out.steps})
+        self._tx.rollup.take_out(conn, {row[0] for row in out.steps}, absent)
         writes.write_batch(conn, steps=out.steps, incidents=out.incidents, errors=out.errors,
                           sessions=[], states=[], source=None, steps_stored=True)
         tally.add(out, part.redactions)
         self._notices(out.notes)
 
     @staticmethod
-    def _check_owners(conn: Any, owners: dict[str, str | None]) -> None:
+    def _check_owners(conn: Any, owners: dict[str, str | None], absent: set[str]) -> None:
+        """Refuse a batch folded on owners that are no longer so; add to ``absent`` the
+        sessions found to have none (no ``sessions`` row: nothing to take out of the rollup)."""
         if not parallel.owners_hold(conn, owners):
             raise _Refused
+        absent.update(sid for sid, owner in owners.items() if owner is None)
 
     # -- reading -------------------------------------------------------------------------------
 
-    def _source_fold(self, conn: Any, source: dict[str, Any]) -> SourceFold:
+    def _source_fold(
+        self, conn: Any, source: dict[str, Any], absent: set[str] | None = None
+    ) -> SourceFold:
+        """The fold of ``source`` from where it stands; the sessions it finds no owner of
+        (no ``sessions`` row) are added to ``absent``, if given."""
         source_id = source["source_id"]
+
+        def owner_of(session_id: str) -> str | None:
+            owner = sources.session_owner(conn, session_id)
+            if owner is None and absent is not None:
+                absent.add(session_id)
+            return owner
 
         def load(session_id: str, owner: str = source_id) -> Session | None:
             data = sources.load_state(conn, owner, session_id)
@@ -287,7 +310,7 @@ class Ingester:
             source["task_class"],
             Cursor(**json.loads(source["cursor"])),
             {},
-            owner_of=lambda sid: sources.session_owner(conn, sid),
+            owner_of=owner_of,
             load=load,
             join=lambda owner, sid: load(sid, owner),
             keys_of=lambda sid: sources.session_keys(conn, sid),
@@ -296,6 +319,7 @@ class Ingester:
 
     def _ingest_lines(self, info: FileInfo, source: dict[str, Any]) -> None:
         source_id = source["source_id"]
+        absent: set[str] = set()  # a batch's sessions with no sessions row (see _commit)
         with open_file(info.path) as f:
             fold: SourceFold | None = None
             while not self.should_stop():
@@ -307,9 +331,10 @@ class Ingester:
                     current = sources.source_row(conn, source_id)
                     if claims.replaced(current, source):
                         return  # another ingest replaced this source meanwhile
+                    absent.clear()  # (looked up in this unit only)
                     if fold is None or current["offset"] != offset:
                         source = current
-                        fold = self._source_fold(conn, source)
+                        fold = self._source_fold(conn, source, absent)
                         if current["offset"] != offset:
                             continue  # another process got further: read from its offset
                     _fold_stored(fold, lines, self.options.max_line)
@@ -318,7 +343,7 @@ class Ingester:
                     stat = os.fstat(f.fileno())
                     source["size"], source["mtime"] = stat.st_size, stat.st_mtime
                     folded = fold.take_folded()
-                    self._commit(conn, folded, source, steps_stored=True)
+                    self._commit(conn, folded, source, steps_stored=True, absent=absent)
                     if folded.refold:  # a piece that does not continue its session exactly
                         source.update(self._fold_copies(conn, source, folded.refold))
                 self._count_read(len(lines), end - offset)
@@ -377,7 +402,7 @@ class Ingester:
                     info.dialect != dialect
                 ):
                     continue
-                claimed = claims.claim(conn, info, self.options, self._notice,
+                claimed = claims.claim(conn, info, self._settings, self._notice,
                                        lambda sid: self._forget(conn, sid))
                 if claimed.source is not None:
                     pieces.append(copies.read_whole(info.path, claimed.source,
@@ -418,10 +443,12 @@ class Ingester:
         self.progress(info.size)
 
     def _commit(
-        self, conn: Any, folded: Folded, source: dict[str, Any], steps_stored: bool = False
+        self, conn: Any, folded: Folded, source: dict[str, Any], steps_stored: bool = False,
+        absent: set[str] | frozenset[str] = frozenset(),
     ) -> None:
         """Write a folded batch with its source's new row (``steps_stored``: a worker cleaned
-        its steps rows, see :func:`writes.stored_rows`)."""
+        its steps rows, see :func:`writes.stored_rows`; ``absent``: sessions found in this
+        unit to have no row yet, see :meth:`rollup.Pending.take_out`)."""
         out, cursor = folded.out, folded.cursor
         source["cursor"] = json.dumps(cursor)
         source["lines"] = cursor["line"]
@@ -432,7 +459,7 @@ class Ingester:
         source["ingested_at"] = writes.now()
         source["host"] = source.get("host") or self.options.host  # kept from the first ingest
         touched = [row["session_id"] for row in folded.sessions]
-        self._tx.rollup.take_out(conn, touched)
+        self._tx.rollup.take_out(conn, touched, absent)
         writes.write_batch(
             conn,
             steps=out.steps,

@@ -156,6 +156,31 @@ def test_rollups_stay_equal_to_a_rebuild(
     assert not rows(db_path, "select * from session_rollup where sessions <= 0")
 
 
+@pytest.mark.parametrize("jobs", [0, 2], ids=["here", "workers"])
+def test_a_first_ingest_in_small_batches_equals_a_rebuild(
+    samples: Path, db_path: Path, jobs: int
+) -> None:
+    """New sessions are only marked out of the rollup (they hold nothing yet), and a batch
+    committed between two takes them out for real: every file of real logs and samples, in
+    batches of 3 lines, so that commits fall between the batches of one file."""
+    options = Options(batch=3, jobs=jobs, parallel_min_bytes=0)
+    ingest(db_path, [samples, *sorted(REAL_LOGS.glob("0[1-5]_*.jsonl"))], options)
+    assert_consistent(db_path)
+    assert rows(db_path, "select count(*) as n from session_rollup")[0]["n"] > 0
+
+
+def test_a_session_found_absent_is_marked_out_with_no_statement(db_path: Path) -> None:
+    db = connection.connect(db_path)
+    statements: list[str] = []
+    db.conn.set_trace_callback(statements.append)
+    pending = rollup.Pending()
+    pending.take_out(db.conn, ["a", "b"], absent={"a", "b"})
+    assert (statements, pending.out) == ([], {"a", "b"})
+    pending.take_out(db.conn, ["a", "c"], absent={"a"})  # a is out already; c is taken out
+    assert pending.out == {"a", "b", "c"}
+    assert len([s for s in statements if "INSERT INTO" in s]) == 1
+
+
 def test_the_migration_fills_the_rollup_of_an_older_database(samples: Path, db_path: Path) -> None:
     """Migration 005 alone, run again: the rollup of its time (012 adds the money)."""
     base = [name for name, _ in rollup.BASE_MEASURES]

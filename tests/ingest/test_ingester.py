@@ -288,6 +288,33 @@ def test_partial_last_line_is_not_consumed(tmp_path: Path, db_path: Path) -> Non
     assert by_id(db_path)["s"]["output_tokens"] == 10
 
 
+def test_a_file_grown_by_an_unfinished_line_alone_waits(tmp_path: Path, db_path: Path) -> None:
+    """Nothing new to read, but the file is longer than what was read: it waits (the size the
+    last read saw is not the file's now)."""
+    ledger = tmp_path / "l.jsonl"
+    line = json.dumps({"session": "s", "type": "round", "output_tokens": 5}) + "\n"
+    ledger.write_text(line)
+    assert ingest(db_path, [ledger]).waiting == []
+    ledger.write_text(line + line[:20])
+    summary = ingest(db_path, [ledger])
+    assert summary.waiting == [{"path": str(ledger), "offset": len(line), "bytes": 20}]
+
+
+def test_a_file_read_to_its_end_is_not_looked_at_again(
+    tmp_path: Path, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ledger.ingest import ingester
+
+    def unread(*_args: object) -> int:
+        raise AssertionError("looked at again")
+
+    monkeypatch.setattr(ingester, "unread", unread)
+    ledger = tmp_path / "l.jsonl"
+    ledger.write_text(json.dumps({"session": "s", "type": "round", "output_tokens": 5}) + "\n")
+    summary = ingest(db_path, [ledger])
+    assert (summary.steps, summary.waiting) == (1, [])
+
+
 def test_a_file_with_no_complete_line_waits(tmp_path: Path, db_path: Path) -> None:
     ledger = tmp_path / "l.jsonl"
     ledger.write_text('{"session": "s", "type": "ro')
