@@ -7,6 +7,7 @@ id a claim gives, whether it is still alive) made to go wrong on purpose.
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import shutil
@@ -491,3 +492,54 @@ def test_the_rule_set_is_loaded_before_the_workers_are_forked() -> None:
     done = subprocess.run([sys.executable, "-c", LOADED_BEFORE_FORKING], capture_output=True,
                           text=True, check=True)
     assert done.stdout.strip() == "1"
+
+
+@pytest.mark.parametrize("folder", ["plain", "a space", "what?", "hash#", "100%", "naïve"])
+def test_a_worker_reads_owners_from_a_database_whatever_its_folder_is_called(
+    tmp_path: Path, write_jsonl: Callable[..., Path], folder: str
+) -> None:
+    """Workers open the database read only by its file: URI; a folder name that a URI
+    escapes (or that would end it early) names the same file."""
+    db = tmp_path / folder / "ledger.db"
+    db.parent.mkdir()
+    ingest(db, [write_jsonl(tmp_path / "a.jsonl", [{"session": "s", "type": "round"}])],
+           Options(jobs=0))
+    conn = sqlite3.connect(db)
+    owner = conn.execute("SELECT source_id FROM sessions").fetchone()[0]
+    conn.close()
+    owners = parallel._Owners(str(db))
+    try:
+        assert (owners.lookup("s"), owners.lookup("nobody")) == (owner, None)
+    finally:
+        owners.close()
+
+
+#: A worker's first file, in a fresh process forked as the ingest forks one: the modules it
+#: imported to fold it.
+FIRST_FILE_IMPORTS = """
+import json, os, sys
+from ledger.ingest import parallel
+from ledger.ingest.options import Options
+job = parallel.Job(sys.argv[1], "src", "claude-code", "general", "fp",
+                   os.path.getsize(sys.argv[1]))
+options = Options()
+fold = options.make_fold()
+before = set(sys.modules)
+owners = parallel._Owners(sys.argv[2])
+for _ in parallel.fold_file(job, fold, options, owners):
+    pass
+owners.lookup("s")
+print(json.dumps(sorted(set(sys.modules) - before)))
+"""
+
+
+def test_a_worker_imports_nothing_of_the_network_to_read_owners(tmp_path: Path) -> None:
+    """(urllib.request imported http, ssl and email: 50 ms and 2 MB of each worker's own.)"""
+    log = REAL_LOGS / "01_claude_code_main_session_short_v2.1.38.jsonl"
+    ingest(tmp_path / "ledger.db", [REAL_LOGS / "04_codex_rollout_v0.77.0_codex_exec_full.jsonl"],
+           Options(jobs=0))  # a database to look owners up in, that owns none of log's
+    done = subprocess.run([sys.executable, "-c", FIRST_FILE_IMPORTS, str(log),
+                           str(tmp_path / "ledger.db")],
+                          capture_output=True, text=True, check=True)
+    imported = set(json.loads(done.stdout))
+    assert not imported & {"urllib.request", "http.client", "ssl", "email"}
