@@ -25,6 +25,7 @@ process should pass ``jobs=0``.
 
 from __future__ import annotations
 
+import gc
 import marshal
 import os
 import pickle
@@ -172,10 +173,15 @@ def _load_before_forking(options: Options) -> None:
     are asked about before the rules load anyway (``secret_rules.NEEDS_BUDGET``).
 
     Then it hands back what loading left behind (:func:`give_back`): the ingest and its two
-    workers held 105-108 MB at most (PSS, the bench's 26 MB of real logs), 94-97 MB after."""
+    workers held 105-108 MB at most (PSS, the bench's 26 MB of real logs), 94-97 MB after.
+    And it moves every object it holds out of the garbage collector's sight until the workers
+    are done (``gc.freeze``, undone by :meth:`Workers.close`): a full collection writes to
+    each object it walks, so one in a worker made it copy 6.7 MB of the pages it shared with
+    the writer (0.5 MB frozen); one in the writer would copy as much."""
     secret_rules.load()
     options.prices.rates("")  # any model name loads the prices
     give_back(secret_rules.engine_file())
+    gc.freeze()
 
 
 class Workers:
@@ -215,6 +221,7 @@ class Workers:
     def close(self) -> None:
         for worker in self._workers:
             worker.stop()
+        gc.unfreeze()  # (nothing to undo if the workers were spawned)
 
 
 class _Worker:

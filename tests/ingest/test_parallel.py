@@ -7,6 +7,7 @@ id a claim gives, whether it is still alive) made to go wrong on purpose.
 
 from __future__ import annotations
 
+import gc
 import json
 import multiprocessing
 import os
@@ -543,3 +544,25 @@ def test_a_worker_imports_nothing_of_the_network_to_read_owners(tmp_path: Path) 
                           capture_output=True, text=True, check=True)
     imported = set(json.loads(done.stdout))
     assert not imported & {"urllib.request", "http.client", "ssl", "email"}
+
+
+def test_the_garbage_collector_leaves_what_workers_share_alone_while_they_work(
+    tmp_path: Path, write_jsonl: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Workers find the objects they were forked with frozen (a collection would copy the
+    pages they share); the ingest unfreezes them once its workers are done."""
+    seen = tmp_path / "frozen"
+    fold_file = parallel.fold_file
+
+    def spy(*args: Any) -> Iterator[parallel.Message]:
+        with seen.open("a") as f:
+            f.write(f"{gc.get_freeze_count()}\n")
+        return fold_file(*args)
+
+    monkeypatch.setattr(parallel, "fold_file", spy)
+    runs = [write_jsonl(tmp_path / f"{n}.jsonl", [{"session": f"s{n}", "type": "round"}])
+            for n in range(4)]
+    ingest(tmp_path / "ledger.db", runs, Options(jobs=2, parallel_min_bytes=0))
+    counts = [int(n) for n in seen.read_text().split()]
+    assert len(counts) == 4 and min(counts) > 1_000
+    assert gc.get_freeze_count() == 0
