@@ -68,6 +68,13 @@ MAX_JOBS = 2
 #: 7.40-7.66 s against 7.22-7.76 s for 4,000 and 16 (three runs each, alternated).
 PART_LINES = 2_000
 QUEUED = 8
+#: A part also ends once its lines hold this many bytes (the line that passes it included).
+#: Real logs have lines of 1 to 145 KB, so 2,000 of them were a whole file of up to 4 MB,
+#: its lines, records and rows held at once in the worker and its message in the writer.
+#: The bench's real logs, 130 MB (four rounds alternated): whole files, 92.7-95.4 MB at most;
+#: 256 KB, 87.0-87.4; 128 KB, 86.0-86.3 (but 700 parts more than whole files, against 264:
+#: each costs the writer its own writes); 1 MB, 88.8-89.5.
+PART_BYTES = 256 * 1024
 # The first byte of each message: a part or the end of a batch (marshalled, or pickled if it
 # holds anything marshal cannot write), the end of a file, or a file the worker could not fold.
 _MARSHALLED, _PICKLED, _DONE, _FAILED = b"M", b"P", b"D", b"F"
@@ -94,7 +101,8 @@ class Job:
 
 @dataclass
 class Part:
-    """The rows of the first :data:`PART_LINES` lines of a batch (or of the next ones)."""
+    """The rows of the first :data:`PART_LINES` lines of a batch (or of the next ones; fewer
+    if they hold :data:`PART_BYTES`)."""
 
     start: int  # the batch's first byte in the file
     out: Output
@@ -345,7 +353,7 @@ def fold_file(job: Job, fold: Fold, options: Options, owners: _Owners) -> Iterat
         lines_in_batch = 0
         while True:
             want = min(PART_LINES, options.batch - lines_in_batch)
-            lines, end = read_lines(f, offset, want, options.max_line)
+            lines, end = read_lines(f, offset, want, options.max_line, PART_BYTES)
             before = fold.redactions
             source.feed_lines(lines, options.max_line)
             lines_in_batch += len(lines)

@@ -136,6 +136,34 @@ def test_workers_leave_the_database_one_process_leaves(
     assert one.redactions > 0 and one.errors > 0 and one.steps > 3000
 
 
+@pytest.mark.parametrize("part_bytes", [1, 300])
+def test_parts_cut_by_bytes_leave_the_same_database(
+    corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, part_bytes: int
+) -> None:
+    """Parts of one line each, or of a few hundred bytes (forked, the workers see it)."""
+    monkeypatch.setattr(parallel, "PART_BYTES", part_bytes)
+    here, ahead, one, other = two_ways([corpus], tmp_path)
+    assert_same(here, ahead)
+    assert_same_summary(one, other)
+
+
+@pytest.mark.parametrize(("lines_held", "parts"), [(20, 1), (2.5, 4), (0.1, 10)])
+def test_a_part_ends_once_its_lines_hold_part_bytes(
+    tmp_path: Path, write_jsonl: Callable[..., Path], monkeypatch: pytest.MonkeyPatch,
+    lines_held: float, parts: int,
+) -> None:
+    """Ten lines of one length, parts of at most ``lines_held`` lines' bytes, and the line
+    that passes them (a line longer than that is a part of its own)."""
+    log = write_jsonl(tmp_path / "a.jsonl", [
+        {"session": "s", "type": "round", "detail": f"step {n:03}"} for n in range(10)])
+    monkeypatch.setattr(parallel, "PART_BYTES", int(lines_held * log.stat().st_size / 10))
+    job = parallel.Job(str(log), "src", "native", "general", "fp", log.stat().st_size)
+    owners = parallel._Owners("")
+    sent = list(parallel.fold_file(job, Options().make_fold(), Options(), owners))
+    assert [type(m) for m in sent] == [parallel.Part] * parts + [parallel.Batch]
+    assert sum(len(m.out.steps) for m in sent[:-1]) + len(sent[-1].folded.out.steps) == 10
+
+
 def test_the_writer_folds_nothing_itself_when_all_goes_well(
     corpus: Path, tmp_path: Path, writer_folds: list[str]
 ) -> None:
