@@ -69,6 +69,14 @@ def load() -> None:
     _scanner()
 
 
+def engine_file() -> str:
+    """The rule engine's native library (Rust and Vectorscan): most of what :func:`load`
+    reads of it is read only then (see :func:`ledger.ingest.memory.give_back`)."""
+    from kingfisher_sdk import _native
+
+    return str(_native.__file__)
+
+
 _needs = functools.cache(installed_needs)
 
 

@@ -25,6 +25,7 @@ process should pass ``jobs=0``.
 
 from __future__ import annotations
 
+import gc
 import marshal
 import os
 import pickle
@@ -45,6 +46,7 @@ from ledger.db import sources, writes
 from ledger.formats.detect import DOCUMENTS
 from ledger.ingest.bulk import bulk_work
 from ledger.ingest.files import read_lines, tail_hash
+from ledger.ingest.memory import give_back
 from ledger.ingest.options import Options
 from ledger.ingest.source import Cursor, Folded, Output, SharedSession, SourceFold
 
@@ -66,6 +68,13 @@ MAX_JOBS = 2
 #: 7.40-7.66 s against 7.22-7.76 s for 4,000 and 16 (three runs each, alternated).
 PART_LINES = 2_000
 QUEUED = 8
+#: A part also ends once its lines hold this many bytes (the line that passes it included).
+#: Real logs have lines of 1 to 145 KB, so 2,000 of them were a whole file of up to 4 MB,
+#: its lines, records and rows held at once in the worker and its message in the writer.
+#: The bench's real logs, 130 MB (four rounds alternated): whole files, 92.7-95.4 MB at most;
+#: 256 KB, 87.0-87.4; 128 KB, 86.0-86.3 (but 700 parts more than whole files, against 264:
+#: each costs the writer its own writes); 1 MB, 88.8-89.5.
+PART_BYTES = 256 * 1024
 # The first byte of each message: a part or the end of a batch (marshalled, or pickled if it
 # holds anything marshal cannot write), the end of a file, or a file the worker could not fold.
 _MARSHALLED, _PICKLED, _DONE, _FAILED = b"M", b"P", b"D", b"F"
@@ -92,7 +101,8 @@ class Job:
 
 @dataclass
 class Part:
-    """The rows of the first :data:`PART_LINES` lines of a batch (or of the next ones)."""
+    """The rows of the first :data:`PART_LINES` lines of a batch (or of the next ones; fewer
+    if they hold :data:`PART_BYTES`)."""
 
     start: int  # the batch's first byte in the file
     out: Output
@@ -168,9 +178,18 @@ def _load_before_forking(options: Options) -> None:
     a process on this machine) and the prices (the remembered ones, else the library's data:
     0.3 s). Forked workers share both (the rule set's engine starts no thread, so forking
     after it is safe). Workers start only for megabytes of new text, past what the needs
-    are asked about before the rules load anyway (``secret_rules.NEEDS_BUDGET``)."""
+    are asked about before the rules load anyway (``secret_rules.NEEDS_BUDGET``).
+
+    Then it hands back what loading left behind (:func:`give_back`): the ingest and its two
+    workers held 105-108 MB at most (PSS, the bench's 26 MB of real logs), 94-97 MB after.
+    And it moves every object it holds out of the garbage collector's sight until the workers
+    are done (``gc.freeze``, undone by :meth:`Workers.close`): a full collection writes to
+    each object it walks, so one in a worker made it copy 6.7 MB of the pages it shared with
+    the writer (0.5 MB frozen); one in the writer would copy as much."""
     secret_rules.load()
     options.prices.rates("")  # any model name loads the prices
+    give_back(secret_rules.engine_file())
+    gc.freeze()
 
 
 class Workers:
@@ -210,6 +229,7 @@ class Workers:
     def close(self) -> None:
         for worker in self._workers:
             worker.stop()
+        gc.unfreeze()  # (nothing to undo if the workers were spawned)
 
 
 class _Worker:
@@ -333,7 +353,7 @@ def fold_file(job: Job, fold: Fold, options: Options, owners: _Owners) -> Iterat
         lines_in_batch = 0
         while True:
             want = min(PART_LINES, options.batch - lines_in_batch)
-            lines, end = read_lines(f, offset, want, options.max_line)
+            lines, end = read_lines(f, offset, want, options.max_line, PART_BYTES)
             before = fold.redactions
             source.feed_lines(lines, options.max_line)
             lines_in_batch += len(lines)
@@ -378,9 +398,9 @@ class _Owners:
             return None
         try:
             if self._conn is None:
-                from urllib.request import pathname2url  # (50 ms to import: workers only)
-
-                uri = f"file:{pathname2url(os.path.abspath(self.db_path))}?mode=ro"
+                # (not urllib.request's pathname2url, the same text here: importing it
+                # imported http, ssl and email, 50 ms and 2 MB of each worker's own)
+                uri = f"{Path(os.path.abspath(self.db_path)).as_uri()}?mode=ro"
                 self._conn = sqlite3.connect(uri, uri=True)
             return sources.session_owner(self._conn, session_id)
         except sqlite3.Error:

@@ -7,6 +7,8 @@ id a claim gives, whether it is still alive) made to go wrong on purpose.
 
 from __future__ import annotations
 
+import gc
+import json
 import multiprocessing
 import os
 import shutil
@@ -132,6 +134,34 @@ def test_workers_leave_the_database_one_process_leaves(
     assert_same(here, ahead)
     assert_same_summary(one, other)
     assert one.redactions > 0 and one.errors > 0 and one.steps > 3000
+
+
+@pytest.mark.parametrize("part_bytes", [1, 300])
+def test_parts_cut_by_bytes_leave_the_same_database(
+    corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, part_bytes: int
+) -> None:
+    """Parts of one line each, or of a few hundred bytes (forked, the workers see it)."""
+    monkeypatch.setattr(parallel, "PART_BYTES", part_bytes)
+    here, ahead, one, other = two_ways([corpus], tmp_path)
+    assert_same(here, ahead)
+    assert_same_summary(one, other)
+
+
+@pytest.mark.parametrize(("lines_held", "parts"), [(20, 1), (2.5, 4), (0.1, 10)])
+def test_a_part_ends_once_its_lines_hold_part_bytes(
+    tmp_path: Path, write_jsonl: Callable[..., Path], monkeypatch: pytest.MonkeyPatch,
+    lines_held: float, parts: int,
+) -> None:
+    """Ten lines of one length, parts of at most ``lines_held`` lines' bytes, and the line
+    that passes them (a line longer than that is a part of its own)."""
+    log = write_jsonl(tmp_path / "a.jsonl", [
+        {"session": "s", "type": "round", "detail": f"step {n:03}"} for n in range(10)])
+    monkeypatch.setattr(parallel, "PART_BYTES", int(lines_held * log.stat().st_size / 10))
+    job = parallel.Job(str(log), "src", "native", "general", "fp", log.stat().st_size)
+    owners = parallel._Owners("")
+    sent = list(parallel.fold_file(job, Options().make_fold(), Options(), owners))
+    assert [type(m) for m in sent] == [parallel.Part] * parts + [parallel.Batch]
+    assert sum(len(m.out.steps) for m in sent[:-1]) + len(sent[-1].folded.out.steps) == 10
 
 
 def test_the_writer_folds_nothing_itself_when_all_goes_well(
@@ -491,3 +521,76 @@ def test_the_rule_set_is_loaded_before_the_workers_are_forked() -> None:
     done = subprocess.run([sys.executable, "-c", LOADED_BEFORE_FORKING], capture_output=True,
                           text=True, check=True)
     assert done.stdout.strip() == "1"
+
+
+@pytest.mark.parametrize("folder", ["plain", "a space", "what?", "hash#", "100%", "naïve"])
+def test_a_worker_reads_owners_from_a_database_whatever_its_folder_is_called(
+    tmp_path: Path, write_jsonl: Callable[..., Path], folder: str
+) -> None:
+    """Workers open the database read only by its file: URI; a folder name that a URI
+    escapes (or that would end it early) names the same file."""
+    db = tmp_path / folder / "ledger.db"
+    db.parent.mkdir()
+    ingest(db, [write_jsonl(tmp_path / "a.jsonl", [{"session": "s", "type": "round"}])],
+           Options(jobs=0))
+    conn = sqlite3.connect(db)
+    owner = conn.execute("SELECT source_id FROM sessions").fetchone()[0]
+    conn.close()
+    owners = parallel._Owners(str(db))
+    try:
+        assert (owners.lookup("s"), owners.lookup("nobody")) == (owner, None)
+    finally:
+        owners.close()
+
+
+#: A worker's first file, in a fresh process forked as the ingest forks one: the modules it
+#: imported to fold it.
+FIRST_FILE_IMPORTS = """
+import json, os, sys
+from ledger.ingest import parallel
+from ledger.ingest.options import Options
+job = parallel.Job(sys.argv[1], "src", "claude-code", "general", "fp",
+                   os.path.getsize(sys.argv[1]))
+options = Options()
+fold = options.make_fold()
+before = set(sys.modules)
+owners = parallel._Owners(sys.argv[2])
+for _ in parallel.fold_file(job, fold, options, owners):
+    pass
+owners.lookup("s")
+print(json.dumps(sorted(set(sys.modules) - before)))
+"""
+
+
+def test_a_worker_imports_nothing_of_the_network_to_read_owners(tmp_path: Path) -> None:
+    """(urllib.request imported http, ssl and email: 50 ms and 2 MB of each worker's own.)"""
+    log = REAL_LOGS / "01_claude_code_main_session_short_v2.1.38.jsonl"
+    ingest(tmp_path / "ledger.db", [REAL_LOGS / "04_codex_rollout_v0.77.0_codex_exec_full.jsonl"],
+           Options(jobs=0))  # a database to look owners up in, that owns none of log's
+    done = subprocess.run([sys.executable, "-c", FIRST_FILE_IMPORTS, str(log),
+                           str(tmp_path / "ledger.db")],
+                          capture_output=True, text=True, check=True)
+    imported = set(json.loads(done.stdout))
+    assert not imported & {"urllib.request", "http.client", "ssl", "email"}
+
+
+def test_the_garbage_collector_leaves_what_workers_share_alone_while_they_work(
+    tmp_path: Path, write_jsonl: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Workers find the objects they were forked with frozen (a collection would copy the
+    pages they share); the ingest unfreezes them once its workers are done."""
+    seen = tmp_path / "frozen"
+    fold_file = parallel.fold_file
+
+    def spy(*args: Any) -> Iterator[parallel.Message]:
+        with seen.open("a") as f:
+            f.write(f"{gc.get_freeze_count()}\n")
+        return fold_file(*args)
+
+    monkeypatch.setattr(parallel, "fold_file", spy)
+    runs = [write_jsonl(tmp_path / f"{n}.jsonl", [{"session": f"s{n}", "type": "round"}])
+            for n in range(4)]
+    ingest(tmp_path / "ledger.db", runs, Options(jobs=2, parallel_min_bytes=0))
+    counts = [int(n) for n in seen.read_text().split()]
+    assert len(counts) == 4 and min(counts) > 1_000
+    assert gc.get_freeze_count() == 0
