@@ -235,9 +235,11 @@ def test_a_claim_other_than_planned_is_folded_by_the_writer(
     """Another ingest may claim a file between the plan and this one's claim."""
     plan = claims.plan
 
-    def wrong_ids(conn: Any, files: list[Path], options: Options) -> list[claims.PlannedSource]:
+    def wrong_ids(
+        conn: Any, files: list[Path], settings: claims.Settings
+    ) -> list[claims.PlannedSource]:
         return [replace(p, source_id=p.source_id + "-x") if p.path.name == "ledger-1.jsonl"
-                else p for p in plan(conn, files, options)]
+                else p for p in plan(conn, files, settings)]
 
     monkeypatch.setattr(claims, "plan", wrong_ids)
     here, ahead, _, _ = two_ways([corpus / "volume"], tmp_path)
