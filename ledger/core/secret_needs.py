@@ -60,7 +60,7 @@ def could_match(text: str, entries: Sequence[Entry] | None) -> bool:
     Unicode's ``K`` and ``ſ`` to ASCII, as :meth:`str.casefold` does), every word of every
     rule looked for at once (an Aho-Corasick automaton, one pass over the folded text's
     bytes, where a word occurs exactly where it does in the text). Its needs are then asked
-    the cheapest first (:func:`_test`), each exactly as its regular expression would answer."""
+    the cheapest first (:func:`_plan`), each exactly as its regular expression would answer."""
     if entries is None:
         return True
     wordless, find, holders = _finder(entries)
@@ -73,7 +73,7 @@ def could_match(text: str, entries: Sequence[Entry] | None) -> bool:
         return False
     lowered = _lowered(text)
     return any(
-        all(_test(need)(text, lowered) for need in _cheapest_first(entries[i][1]))
+        all(test(text, lowered) for test in _cheapest_first(entries[i][1]))
         for i in sorted(chosen)
     )
 
@@ -95,32 +95,34 @@ Test = Callable[[str, str], bool]
 
 
 @functools.cache
-def _cheapest_first(needs: tuple[str, ...]) -> tuple[str, ...]:
-    """A rule's needs, those told by a substring first (all of them must be found, so the
-    order changes no answer, only how soon a missing one ends the search)."""
-    return tuple(sorted(needs, key=lambda need: _literals(list(P.parse(need))) is None))
+def _cheapest_first(needs: tuple[str, ...]) -> tuple[Test, ...]:
+    """A rule's needs' tests, those told by a substring first (all of them must be found, so
+    the order changes no answer, only how soon a missing one ends the search)."""
+    plans = sorted((_plan(need) for need in needs), key=lambda plan: not plan[0])
+    return tuple(test for _literal, test in plans)
 
 
 @functools.cache
-def _test(need: str) -> Test:
+def _plan(need: str) -> tuple[bool, Test]:
     """How to tell whether ``need`` (searched ignoring case) occurs in a text, as cheaply as
-    its parse allows, always with the regular expression's answer: an alternation of ASCII
-    literals is a substring of the lowered text; a run of one class, a search that starts
-    only where a run of that class starts (so each run is read once, not once for each of its
-    characters); anything else the expression, searched only once the lowered text holds one
-    of the literals every match holds (:func:`_gate`), compiled when first searched."""
+    its parse allows, always with the regular expression's answer (and whether that is a
+    substring test): an alternation of ASCII literals is a substring of the lowered text; a
+    run of one class, a search that starts only where a run of that class starts (so each run
+    is read once, not once for each of its characters); anything else the expression,
+    searched only once the lowered text holds one of the literals every match holds
+    (:func:`_gate`), compiled when first searched."""
     items = list(P.parse(need))
     literals = _literals(items)
     if literals is not None:
-        return lambda _text, lowered: any(lit in lowered for lit in literals)
+        return True, lambda _text, lowered: any(lit in lowered for lit in literals)
     run = _class_run(items)
     if run is not None:
         cls, count = run
         search = re.compile(f"(?<!{cls}){cls}{{{count}}}", re.IGNORECASE).search
-        return lambda text, _lowered: search(text) is not None
+        return False, lambda text, _lowered: search(text) is not None
     gate = _gate(items) or ("",)
     regex = functools.cache(lambda: re.compile(need, re.IGNORECASE))
-    return lambda text, lowered: (
+    return False, lambda text, lowered: (
         any(lit in lowered for lit in gate) and regex().search(text) is not None
     )
 
@@ -167,6 +169,11 @@ def _gate(items: list[tuple[Any, Any]]) -> tuple[str, ...] | None:
         if op is C.LITERAL and av <= 0x7F:
             run += chr(av).lower()
             continue
+        repeated = _literals(list(av[2])) if op is C.MAX_REPEAT and av[0] >= 1 else None
+        if repeated is not None and len(repeated) == 1:  # (?:ab){3}: ababab, and more if wider
+            run += repeated[0] * av[0]
+            if av[0] == av[1]:
+                continue
         if run:
             found.append((run,))
         run = ""
