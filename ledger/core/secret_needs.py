@@ -107,19 +107,23 @@ def _plan(need: str) -> tuple[bool, Test]:
     """How to tell whether ``need`` (searched ignoring case) occurs in a text, as cheaply as
     its parse allows, always with the regular expression's answer (and whether that is a
     substring test): an alternation of ASCII literals is a substring of the lowered text; a
-    run of one class, a search that starts only where a run of that class starts (so each run
-    is read once, not once for each of its characters); anything else the expression,
-    searched only once the lowered text holds one of the literals every match holds
-    (:func:`_gate`), compiled when first searched."""
+    run of one class, a run of ``a`` in the lowered text's bytes with each member of the class
+    made ``a`` and every other byte a space (one translation, one substring test, no
+    expression compiled); anything else the expression, searched only once the lowered text
+    holds one of the literals every match holds (:func:`_gate`), compiled when first
+    searched."""
     items = list(P.parse(need))
     literals = _literals(items)
     if literals is not None:
         return True, lambda _text, lowered: any(lit in lowered for lit in literals)
     run = _class_run(items)
     if run is not None:
-        cls, count = run
-        search = re.compile(f"(?<!{cls}){cls}{{{count}}}", re.IGNORECASE).search
-        return False, lambda text, _lowered: search(text) is not None
+        members, count = run
+        table = bytes(ord("a") if chr(b) in members else ord(" ") for b in range(256))
+        needle = b"a" * count
+        return False, lambda _text, lowered: (
+            needle in lowered.encode("utf-8", "surrogatepass").translate(table)
+        )
     gate = _gate(items) or ("",)
     regex = functools.cache(lambda: re.compile(need, re.IGNORECASE))
     return False, lambda text, lowered: (
@@ -145,19 +149,24 @@ def _literals(items: list[tuple[Any, Any]]) -> tuple[str, ...] | None:
     return None
 
 
-def _class_run(items: list[tuple[Any, Any]]) -> tuple[str, int] | None:
-    """``(class, count)`` if ``items`` are ``count`` characters of one class of ASCII
-    literals and ranges (a match of which starts somewhere a run of the class does)."""
+def _class_run(items: list[tuple[Any, Any]]) -> tuple[frozenset[str], int] | None:
+    """``(members, count)`` if ``items`` are ``count`` characters of one class of ASCII
+    literals and ranges; ``members``: its characters lowered. Ignoring case, a character
+    matches the class exactly where its :func:`_lowered` self is a member (ASCII is lowered
+    one for one, and the only others that match are the four made ASCII there)."""
     if len(items) != 1 or items[0][0] is not C.MAX_REPEAT:
         return None
     low, high, body = items[0][1]
     body = list(body)
     if low != high or len(body) != 1 or body[0][0] is not C.IN:
         return None
-    try:
-        return _class(body[0][1])[0], low
-    except _Vary:
-        return None
+    members: set[str] = set()
+    for op, av in body[0][1]:
+        first, last = (av, av) if op is C.LITERAL else av if op is C.RANGE else (-1, 0x80)
+        if first < 0 or last > 0x7F:
+            return None
+        members.update(chr(c).lower() for c in range(first, last + 1))
+    return frozenset(members), low
 
 
 def _gate(items: list[tuple[Any, Any]]) -> tuple[str, ...] | None:
