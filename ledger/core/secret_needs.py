@@ -73,7 +73,7 @@ def could_match(text: str, entries: Sequence[Entry] | None) -> bool:
         return False
     lowered = _lowered(text)
     return any(
-        all(test(text, lowered) for test in _cheapest_first(entries[i][1]))
+        all(_plan(need)(text, lowered) for need in _cheapest_first(entries[i][1]))
         for i in sorted(chosen)
     )
 
@@ -95,38 +95,42 @@ Test = Callable[[str, str], bool]
 
 
 @functools.cache
-def _cheapest_first(needs: tuple[str, ...]) -> tuple[Test, ...]:
-    """A rule's needs' tests, those told by a substring first (all of them must be found, so
-    the order changes no answer, only how soon a missing one ends the search)."""
-    plans = sorted((_plan(need) for need in needs), key=lambda plan: not plan[0])
-    return tuple(test for _literal, test in plans)
+def _cheapest_first(needs: tuple[str, ...]) -> tuple[str, ...]:
+    """A rule's needs, those that read as plain text first (all of them must be found, so the
+    order changes no answer, only how soon a missing one ends the search; a need is parsed
+    and planned only once asked, so a rule ended by a missing word costs no parse)."""
+    return tuple(sorted(needs, key=lambda need: _SYNTAX.search(_ESCAPED.sub("", need)) is not None))
+
+
+#: Escaped characters, and what else makes a need more than plain text.
+_ESCAPED = re.compile(r"\\.")
+_SYNTAX = re.compile(r"[()\[\]{}.*+?|^$]")
 
 
 @functools.cache
-def _plan(need: str) -> tuple[bool, Test]:
+def _plan(need: str) -> Test:
     """How to tell whether ``need`` (searched ignoring case) occurs in a text, as cheaply as
-    its parse allows, always with the regular expression's answer (and whether that is a
-    substring test): an alternation of ASCII literals is a substring of the lowered text; a
-    run of one class, a run of ``a`` in the lowered text's bytes with each member of the class
-    made ``a`` and every other byte a space (one translation, one substring test, no
-    expression compiled); anything else the expression, searched only once the lowered text
-    holds one of the literals every match holds (:func:`_gate`), compiled when first
-    searched."""
+    its parse allows, always with the regular expression's answer: an alternation of ASCII
+    literals is a substring of the lowered text; a run of one class, a run of ``a`` in the
+    lowered text's bytes with each member of the class made ``a`` and every other byte a
+    space (one translation, one substring test, no expression compiled); anything else the
+    expression, searched only once the lowered text holds one of the literals every match
+    holds (:func:`_gate`), compiled when first searched."""
     items = list(P.parse(need))
     literals = _literals(items)
     if literals is not None:
-        return True, lambda _text, lowered: any(lit in lowered for lit in literals)
+        return lambda _text, lowered: any(lit in lowered for lit in literals)
     run = _class_run(items)
     if run is not None:
         members, count = run
         table = bytes(ord("a") if chr(b) in members else ord(" ") for b in range(256))
         needle = b"a" * count
-        return False, lambda _text, lowered: (
+        return lambda _text, lowered: (
             needle in lowered.encode("utf-8", "surrogatepass").translate(table)
         )
     gate = _gate(items) or ("",)
     regex = functools.cache(lambda: re.compile(need, re.IGNORECASE))
-    return False, lambda text, lowered: (
+    return lambda text, lowered: (
         any(lit in lowered for lit in gate) and regex().search(text) is not None
     )
 
