@@ -159,9 +159,10 @@ def after_ingest(
     ``touched``: the sessions the ingest wrote, when it deleted none; then only their parity
     is checked and only their task classes judged again (a class's verdict depends on its own
     sessions alone). None (it deleted some, to read them again): every session's parity is
-    checked, and every class judged, but only what differs from the stored rows is written
-    (:func:`_parity_changes`; writing cleans every text again, most of the cost), or, past a
-    chunk of changed sessions, everything is recomputed.
+    checked, and every class judged (:func:`_parity_changes`), or, past a chunk of changed
+    sessions, everything is recomputed. Either way a class's rows are written only if they
+    differ from the stored ones (writing cleans every text again, most of the cost: a grown
+    session seldom changes its class's verdict).
     """
     never = db.conn.execute("SELECT count(*) FROM verdict_settings").fetchone()[0] == 0
     if not (changed or never):
@@ -182,8 +183,8 @@ def after_ingest(
         for chunk, marks in _chunks(touched or ()):
             cursor = conn.execute(SESSIONS_SQL + f"where s.session_id in ({marks})", chunk)
             classes.update(_check(conn, settings, cursor))
-        for _ in _judge(conn, settings, classes, changes is not None):
-            pass  # written as it goes; nothing kept
+        for _ in _judge(conn, settings, classes, unchanged_kept=True):
+            pass  # written as it goes (what changed); nothing kept
         _settle(conn, settings)
 
 
