@@ -107,32 +107,57 @@ _ESCAPED = re.compile(r"\\.")
 _SYNTAX = re.compile(r"[()\[\]{}.*+?|^$]")
 
 
+#: How a need is told (:func:`plan_of`): ``("any", literals)``, ``("run", members, count)``
+#: or ``("gate", literals)``.
+Plan = tuple[Any, ...]
+
+
 @functools.cache
 def _plan(need: str) -> Test:
-    """How to tell whether ``need`` (searched ignoring case) occurs in a text, as cheaply as
-    its parse allows, always with the regular expression's answer: an alternation of ASCII
-    literals is a substring of the lowered text; a run of one class, a run of ``a`` in the
-    lowered text's bytes with each member of the class made ``a`` and every other byte a
-    space (one translation, one substring test, no expression compiled); anything else the
-    expression, searched only once the lowered text holds one of the literals every match
-    holds (:func:`_gate`), compiled when first searched."""
-    items = list(P.parse(need))
-    literals = _literals(items)
-    if literals is not None:
+    """The test of ``need``'s :func:`plan_of`, read from the generated table when it is
+    there (no parse in the process: the needs a text wakes cost some 10 ms to parse)."""
+    kind, *args = _table_plans().get(need) or plan_of(need)
+    if kind == "any":
+        (literals,) = args
         return lambda _text, lowered: any(lit in lowered for lit in literals)
-    run = _class_run(items)
-    if run is not None:
-        members, count = run
+    if kind == "run":
+        members, count = args
         table = bytes(ord("a") if chr(b) in members else ord(" ") for b in range(256))
         needle = b"a" * count
         return lambda _text, lowered: (
             needle in lowered.encode("utf-8", "surrogatepass").translate(table)
         )
-    gate = _gate(items) or ("",)
+    (gate,) = args
     regex = functools.cache(lambda: re.compile(need, re.IGNORECASE))
     return lambda text, lowered: (
         any(lit in lowered for lit in gate) and regex().search(text) is not None
     )
+
+
+@functools.cache
+def _table_plans() -> dict[str, Plan]:
+    from ledger.core.secret_needs_table import PLANS
+
+    return PLANS
+
+
+def plan_of(need: str) -> Plan:
+    """How to tell whether ``need`` (searched ignoring case) occurs in a text, as cheaply as
+    its parse allows, always with the regular expression's answer: an alternation of ASCII
+    literals (``any``) is a substring of the lowered text; a run of one class (``run``), a
+    run of ``a`` in the lowered text's bytes with each member of the class made ``a`` and
+    every other byte a space (one translation, one substring test, no expression compiled);
+    anything else the expression, searched only once the lowered text holds one of the
+    literals every match holds (``gate``, :func:`_gate`), compiled when first searched."""
+    items = list(P.parse(need))
+    literals = _literals(items)
+    if literals is not None:
+        return ("any", literals)
+    run = _class_run(items)
+    if run is not None:
+        members, count = run
+        return ("run", "".join(sorted(members)), count)
+    return ("gate", _gate(items) or ("",))
 
 
 def _literals(items: list[tuple[Any, Any]]) -> tuple[str, ...] | None:
@@ -153,7 +178,7 @@ def _literals(items: list[tuple[Any, Any]]) -> tuple[str, ...] | None:
     return None
 
 
-def _class_run(items: list[tuple[Any, Any]]) -> tuple[frozenset[str], int] | None:
+def _class_run(items: list[tuple[Any, Any]]) -> tuple[set[str], int] | None:
     """``(members, count)`` if ``items`` are ``count`` characters of one class of ASCII
     literals and ranges; ``members``: its characters lowered. Ignoring case, a character
     matches the class exactly where its :func:`_lowered` self is a member (ASCII is lowered
@@ -170,7 +195,7 @@ def _class_run(items: list[tuple[Any, Any]]) -> tuple[frozenset[str], int] | Non
         if first < 0 or last > 0x7F:
             return None
         members.update(chr(c).lower() for c in range(first, last + 1))
-    return frozenset(members), low
+    return members, low
 
 
 def _gate(items: list[tuple[Any, Any]]) -> tuple[str, ...] | None:
@@ -458,10 +483,12 @@ def generate() -> str:
         f"VERSION = {version(DIST)!r}",
     ]
     if None in needs:  # a rule has no need: every text is a candidate
-        lines.append("NEEDS = None")
+        lines += ["NEEDS = None", "PLANS = {}"]
     else:
         entries = sorted((words_of(n[0]), n) for n in needs if n is not None)
         lines += ["NEEDS = ("] + [f"    ({w!r}, {n!r})," for w, n in entries] + [")"]
+        plans = sorted({need for _words, each in entries for need in each})
+        lines += ["PLANS = {"] + [f"    {n!r}: {plan_of(n)!r}," for n in plans] + ["}"]
     return "\n".join(lines) + "\n"
 
 if __name__ == "__main__":
