@@ -200,12 +200,14 @@ def _class_run(items: list[tuple[Any, Any]]) -> tuple[set[str], int] | None:
 
 def _gate(items: list[tuple[Any, Any]]) -> tuple[str, ...] | None:
     """ASCII texts (lowered) one of which every match of ``items`` holds, the longest found
-    among its literal runs and its alternations of them; None if none is found."""
+    among its literal runs (a class of one letter in either case, ``[Ss]``, is one), its
+    classes of literals and its alternations of them; None if none is found."""
     found: list[tuple[str, ...]] = []
     run = ""
     for op, av in [*items, (None, None)]:
-        if op is C.LITERAL and av <= 0x7F:
-            run += chr(av).lower()
+        one = _literals([(op, av)]) if op is not None else None
+        if one is not None and len(set(one)) == 1 and len(one[0]) == 1:
+            run += one[0]
             continue
         repeated = _literals(list(av[2])) if op is C.MAX_REPEAT and av[0] >= 1 else None
         if repeated is not None and len(repeated) == 1:  # (?:ab){3}: ababab, and more if wider
@@ -215,7 +217,9 @@ def _gate(items: list[tuple[Any, Any]]) -> tuple[str, ...] | None:
         if run:
             found.append((run,))
         run = ""
-        if op is C.BRANCH:
+        if one is not None:
+            found.append(tuple(dict.fromkeys(one)))
+        elif op is C.BRANCH:
             branches = [_gate(list(b)) for b in av[1]]
             if all(branches):
                 found.append(tuple(lit for b in branches for lit in b))  # type: ignore[union-attr]
