@@ -144,11 +144,13 @@ def test_the_quick_answer_imports_no_command_line(
     change(folder)
     code, out, err = run(
         SCRIPT.replace("sys.exit(main())", "code = main()\n"
+                       "import gc; print(gc.isenabled(), file=sys.stderr)\n"
                        "print(sorted({m.split('.')[0] for m in sys.modules}), file=sys.stderr)\n"
                        "sys.exit(code)"),
         "ingest", db, folder,
     )
     assert (code, out.splitlines()[0]) == (0, first_line)
+    assert err.splitlines()[-2] == "True"  # the collector, held off while importing, is back
     loaded = set(json.loads(err.splitlines()[-1].replace("'", '"')))
     assert loaded.isdisjoint(heavy), loaded & set(heavy)
 
