@@ -80,7 +80,7 @@ def plain_ingest_args(argv: list[str]) -> tuple[str, tuple[str, ...], bool] | No
 
 def _readable(path: str) -> bool:
     """Whether click's ``Path()`` takes ``path``: one not there, or one this may read."""
-    return not os.path.exists(path) or os.access(path, os.R_OK)
+    return os.access(path, os.R_OK) or not os.path.exists(path)
 
 
 def noop_summary(argv: list[str]) -> str | None:
