@@ -20,7 +20,7 @@ import gc
 import os
 import sqlite3
 import sys
-from stat import S_ISREG
+from stat import S_ISDIR, S_ISLNK, S_ISREG
 
 from ledger.db.schema_version import SCHEMA_VERSION
 from ledger.ingest.unchanged import DEFAULT_FOLD_DIGEST, Known, is_unchanged, read_to_end, suffix
@@ -117,12 +117,13 @@ def _untouched(db_path: str, given: tuple[str, ...]) -> int:
         conn.close()
     found: set[tuple[int, int]] = set()
     for path in given:
-        if os.path.islink(path):
+        stat = os.lstat(path)  # one call: a link's own, or the file's (500 named: 1,000 fewer)
+        if S_ISLNK(stat.st_mode):
             raise Unsure
-        if os.path.isdir(path):
+        if S_ISDIR(stat.st_mode):
             _walk(path, known, found)
         else:
-            _check(os.path.abspath(path), os.stat(path), known, found)
+            _check(os.path.abspath(path), stat, known, found)
     return len(found)
 
 

@@ -218,3 +218,13 @@ def test_the_progress_bar_is_drawn_once_an_ingest_has_run_a_while(
     result = CliRunner().invoke(cli, ["ingest", str(db), str(samples), "--progress"])
     assert result.exit_code == 0
     assert ("Ingesting" in result.output) is drawn
+
+
+def test_files_named_one_by_one_are_answered_as_their_folder(ingested: tuple[Path, Path]) -> None:
+    db, folder = ingested
+    files = sorted(str(p) for p in folder.rglob("*") if suffix(p.name) in quick.SUFFIXES)
+    by_folder = quick.noop_summary(["ingest", str(db), str(folder)])
+    assert by_folder is not None
+    assert quick.noop_summary(["ingest", str(db), *files]) == by_folder
+    os.symlink(files[0], folder / "link.jsonl")  # a link named: the full command notes it
+    assert quick.noop_summary(["ingest", str(db), *files, str(folder / "link.jsonl")]) is None
