@@ -1,7 +1,8 @@
 """What ``agent-ledger ingest`` does once its options are read, and what it prints: without
 click, so that the console script (:mod:`ledger.cli.quick`) runs a plain ingest, ``ingest DB
-PATHS`` with no option but ``--strict``, without loading the command line (some 30 ms of a
-run that reads a few new lines). The command (:mod:`ledger.cli.ingest`) runs the same code.
+PATHS`` with no option but ``--strict``, ``--json`` and ``--[no-]progress``, without loading
+the command line (some 30 ms of a run that reads a few new lines). The command
+(:mod:`ledger.cli.ingest`) runs the same code.
 
 What is printed goes out as ``click.echo`` writes it (:func:`echo`); what click does with an
 error, an interrupt or a closed pipe is left to click itself (:func:`reported_by_click`).
@@ -28,9 +29,12 @@ from ledger.ingest.summary import Summary
 INGEST_ERRORS = (LedgerPathError, sqlite3.DatabaseError)
 
 
-def plain_ingest(db_path: str, paths: tuple[str, ...], strict: bool) -> int:
-    """``agent-ledger ingest DB_PATH PATHS [--strict]`` as the command runs it (its options'
-    defaults, its bar on a terminal, its errors): the exit code."""
+def plain_ingest(
+    db_path: str, paths: tuple[str, ...], strict: bool, as_json: bool, progress: bool | None
+) -> int:
+    """``agent-ledger ingest DB_PATH PATHS`` with ``--strict``, ``--json`` or
+    ``--[no-]progress`` as the command runs it (its options' defaults, its bar, by default on
+    a terminal, its errors): the exit code."""
     try:
         from ledger.cli.exit_codes import EXIT_STRICT
         from ledger.config.fold_options import OPTION_ERRORS, options_of
@@ -44,10 +48,11 @@ def plain_ingest(db_path: str, paths: tuple[str, ...], strict: bool) -> int:
             reported_by_click(str(exc))
         options.batch, options.jobs, options.host = DEFAULT_BATCH, jobs, host
         try:
-            summary = ingest_once(db_path, paths, options, sys.stderr.isatty())
+            show_bar = sys.stderr.isatty() if progress is None else progress
+            summary = ingest_once(db_path, paths, options, show_bar)
         except INGEST_ERRORS as exc:
             reported_by_click(error_message(exc, db_path))
-        report(summary, db_path, options, as_json=False)
+        report(summary, db_path, options, as_json)
     except (KeyboardInterrupt, EOFError, OSError) as exc:
         reported_by_click(exc)
     return EXIT_STRICT if strict and strict_fails(summary) else 0

@@ -6,8 +6,9 @@ all sources read to their end and untouched since (:mod:`ledger.ingest.unchanged
 database whose schema and verdict tables are current, prints what the full command would
 print for it and exits 0: with ``os`` and ``sqlite3`` alone, one query, one stat a file, and
 nothing written, as the full command writes nothing then either. Anything else goes
-further: a plain ingest (no option but ``--strict``) with something to read, or a database to
-make or migrate, is run by :func:`ledger.cli.ingest_report.plain_ingest`, the code the command
+further: a plain ingest (no option but ``--strict``, ``--json`` and ``--[no-]progress``)
+with something to read, or a database to make or migrate, or with one of those flags but
+``--strict``, is run by :func:`ledger.cli.ingest_report.plain_ingest`, the code the command
 runs (its defaults, bar and errors), without loading click; any other command line goes to
 the full command line, :mod:`ledger.cli.group`, which says everything itself. Loading click,
 sqlite-utils and the fold costs a few hundred milliseconds, the answer here a few: a re-run a
@@ -63,19 +64,26 @@ def main() -> int:
     return cli()  # exits itself, with the command's code
 
 
-def plain_ingest_args(argv: list[str]) -> tuple[str, tuple[str, ...], bool] | None:
-    """``(db_path, paths, strict)`` if ``argv`` is ``ingest DB_PATH PATHS...`` with no option
-    but ``--strict``, as click takes it; else None, and the full command line says what it
-    says of it (an option, its shell completion, a path it refuses: a folder for DB_PATH, a
+#: The flags a plain ingest may be given (the options that fold nothing differently).
+FLAGS = ("--strict", "--json", "--progress", "--no-progress")
+#: A plain ingest: db_path, paths, strict, as_json, progress (None: on a terminal).
+Plain = tuple[str, tuple[str, ...], bool, bool, "bool | None"]
+
+
+def plain_ingest_args(argv: list[str]) -> Plain | None:
+    """What ``argv`` asks if it is ``ingest DB_PATH PATHS...`` with no option but the
+    :data:`FLAGS`, as click takes it; else None, and the full command line says what it says
+    of it (another option, its shell completion, a path it refuses: a folder for DB_PATH, a
     file it may not read)."""
-    args = [a for a in argv[1:] if a != "--strict"]
+    args = [a for a in argv[1:] if a not in FLAGS]
     if argv[:1] != ["ingest"] or len(args) < 2 or any(a.startswith("-") for a in args):
         return None
     if any(name.endswith("_COMPLETE") for name in os.environ):
         return None
     if os.path.isdir(args[0]) or not all(map(_readable, args)):
         return None
-    return args[0], tuple(args[1:]), "--strict" in argv
+    bars = [a == "--progress" for a in argv[1:] if a in ("--progress", "--no-progress")]
+    return args[0], tuple(args[1:]), "--strict" in argv, "--json" in argv, (bars or [None])[-1]
 
 
 def _readable(path: str) -> bool:
@@ -87,7 +95,7 @@ def noop_summary(argv: list[str]) -> str | None:
     """The summary ``agent-ledger ARGV`` prints, if it is an ingest with nothing to read that
     this can tell; else None."""
     plain = plain_ingest_args(argv)  # with --strict, exits 0 here too: nothing put aside
-    if plain is None:
+    if plain is None or plain[3] or plain[4] is not None:  # --json, --progress: not here
         return None
     try:
         files = _untouched(plain[0], plain[1])

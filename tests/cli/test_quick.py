@@ -86,11 +86,15 @@ SCENARIOS = {
     # name: (what changes, options, who answers)
     "unchanged": (_nothing, (), QUICK),
     "unchanged --strict": (_nothing, ("--strict",), QUICK),
-    "unchanged --json": (_nothing, ("--json",), FULL_COMMAND),
+    "unchanged --json": (_nothing, ("--json",), PLAIN),
     "unchanged, another budget": (_nothing, ("--budget", "max_rounds=5"), FULL_COMMAND),
-    "unchanged --no-progress": (_nothing, ("--no-progress",), FULL_COMMAND),
+    "unchanged --no-progress": (_nothing, ("--no-progress",), PLAIN),
     "one file grown": (_grow, (), PLAIN),
     "one file grown --strict": (_grow, ("--strict",), PLAIN),
+    "one file grown --json --no-progress": (_grow, ("--json", "--no-progress"), PLAIN),
+    "one file grown --no-progress --progress": (_grow, ("--no-progress", "--progress"), PLAIN),
+    "a bad file new --json --strict": (_add_bad, ("--json", "--strict"), PLAIN),
+    "one file grown -j 0 --json": (_grow, ("-j", "0", "--json"), FULL_COMMAND),
     "one file grown, --strict first": (_grow, (), PLAIN),
     "one file new": (_add, (), PLAIN),
     "a bad file new": (_add_bad, (), PLAIN),
@@ -102,7 +106,7 @@ SCENARIOS = {
     "not a database": (_not_a_database, (), PLAIN),
 }
 EXITS = {"a bad file new --strict": 3, "a bad file new --strict -j 0": 3, "a path not there": 1,
-         "not a database": 1}
+         "not a database": 1, "a bad file new --json --strict": 3}
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
