@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import signal
-import sqlite3
 import sys
 import threading
 import time
@@ -12,17 +11,17 @@ from typing import Any
 
 import click
 
-from ledger.analysis.budget_in_force import budget_lines, of_budget
-from ledger.cli.options import (
-    EXIT_STRICT,
-    fold_options,
-    table,
+from ledger.cli.ingest_report import (
+    INGEST_ERRORS,
+    error_message,
+    ingest_once,
+    report,
+    strict_fails,
 )
-from ledger.cli.quick import FILES_LINE, SESSIONS_LINE
-from ledger.core.budget import Budget
+from ledger.cli.options import EXIT_STRICT, fold_options, table
 from ledger.core.redact import redact_json
 from ledger.ingest.files import LedgerPathError
-from ledger.ingest.ingester import follow, ingest
+from ledger.ingest.ingester import follow
 from ledger.ingest.options import DEFAULT_BATCH, DEFAULT_INTERVAL, Options, hostname
 from ledger.ingest.parallel import default_jobs
 from ledger.ingest.summary import Summary
@@ -105,22 +104,12 @@ def ingest_command(
     try:
         if follow:
             summary = _follow(db_path, paths, options, interval)
-        elif show_bar:
-            summary = _ingest_with_bar(db_path, paths, options)
         else:
-            summary = ingest(db_path, paths, options)
-    except LedgerPathError as exc:
-        raise click.ClickException(str(exc)) from None
-    except sqlite3.DatabaseError as exc:
-        raise click.ClickException(f"{db_path}: {exc}") from None
-    for notice in summary.notices:
-        click.echo(f"note: {notice}", err=True)
-    if as_json:
-        budget = {"budget": of_budget(options.budget).to_dict()}
-        click.echo(json.dumps({**summary.to_dict(), **budget}, indent=2))
-    else:
-        click.echo(format_summary(summary, db_path, options.budget))
-    if strict and (summary.errors or summary.skipped):
+            summary = ingest_once(db_path, paths, options, show_bar)
+    except INGEST_ERRORS as exc:
+        raise click.ClickException(error_message(exc, db_path)) from None
+    report(summary, db_path, options, as_json)
+    if strict and strict_fails(summary):
         sys.exit(EXIT_STRICT)
 
 
@@ -158,85 +147,6 @@ def _follow(db_path: str, paths: tuple[str, ...], options: Options, interval: fl
             signal.signal(sig, handler)
     summary.notices = summary.notices[seen["notices"]:]
     return summary
-
-
-def _ingest_with_bar(db_path: str, paths: tuple[str, ...], options: Options) -> Summary:
-    from ledger.ingest.files import discover
-
-    bar = LateBar(sum(p.stat().st_size for p in discover(paths)))
-    try:
-        return ingest(db_path, paths, options, progress=bar.update)
-    finally:
-        bar.close()
-
-
-#: Seconds an ingest runs before its progress bar is drawn: a re-run with little or nothing
-#: to read is over sooner, and prints what it prints anywhere, bar or not (its quick answer,
-#: ledger.cli.quick, draws none).
-BAR_AFTER = 0.5
-
-
-class LateBar:
-    """A progress bar of ``total`` bytes drawn once the work has run :data:`BAR_AFTER`
-    seconds, from what was done by then."""
-
-    def __init__(self, total: int) -> None:
-        self.total, self.done = total, 0
-        self.started = time.monotonic()
-        self.bar: Any = None
-
-    def update(self, size: int) -> None:
-        if self.bar is None:
-            self.done += size
-            if time.monotonic() - self.started < BAR_AFTER:
-                return
-            self.bar = click.progressbar(length=self.total, label="Ingesting", file=sys.stderr)
-            self.bar.__enter__()
-            size = self.done
-        self.bar.update(size)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.__exit__(None, None, None)
-
-
-def format_summary(summary: Summary, db_path: str, budget: Budget) -> str:
-    """The readable summary; the budget in force is named wherever stops are counted (under
-    the seeds' placeholder, a stop says little: see ledger.analysis.budget_in_force)."""
-    files = (
-        FILES_LINE.format(
-            files=summary.files, new=summary.new_files, grown=summary.updated_files,
-            unchanged=summary.unchanged_files, lines=summary.lines,
-        )
-        if summary.passes == 1
-        else f"{summary.files} files followed for {summary.passes} passes "
-        f"({summary.new_files} new, grown {summary.updated_files} times), "
-        f"{summary.lines} lines read"
-    )
-    lines = [files, SESSIONS_LINE.format(sessions=len(summary.sessions), steps=summary.steps)]
-    if summary.stop_reasons:
-        counted = ", ".join(f"{r} {n}" for r, n in sorted(summary.stop_reasons.items()))
-        lines.append(f"stop reasons: {counted}")
-        lines.extend(budget_lines([of_budget(budget)], db_path))
-    if summary.redactions:
-        lines.append(f"{summary.redactions} secrets redacted")
-    if summary.waiting:
-        lines.append(f"{len(summary.waiting)} files end in an unfinished line (left for later):")
-        lines.extend(f"  {w['path']}: {w['bytes']} bytes from byte {w['offset']}"
-                     for w in summary.waiting)
-    if summary.skipped:
-        lines.append(f"{len(summary.skipped)} files skipped (see the notes above)")
-    if summary.unknown_records:
-        skipped = sum(sum(c.values()) for c in summary.unknown_records.values())
-        lines.append(
-            f"{skipped} records of unknown types skipped in {len(summary.unknown_records)} "
-            "files (see sources.unknown_records)"
-        )
-    lines.append(
-        f"{summary.errors} lines put aside"
-        + (f": see the ingest_errors table in {db_path}" if summary.errors else "")
-    )
-    return "\n".join(lines)
 
 
 REPLAY_COLUMNS = (

@@ -1,12 +1,5 @@
-"""What the commands share: budget, source and fold options, the exit codes, a plain table.
-
-Exit codes: 0 success; 1 an error (a path that does not exist, a bad budget, vendor map,
-action map or prices file, a database that cannot be opened; for ``merge``, no database could
-be merged); 2 a usage error; 3 ``--strict`` and some lines were put aside (or, for ``ingest``,
-some files skipped), and ``merge`` when some databases were not merged (the others were);
-4 ``paid-path --fail-on-stay`` and some task class must stay on the paid path;
-5 ``record``: the session's budget is exceeded; 6 ``propose-budget``: nothing to propose from.
-"""
+"""What the commands share: budget, source and fold options, the exit codes (listed in
+:mod:`ledger.cli.exit_codes`), a plain table."""
 
 from __future__ import annotations
 
@@ -16,25 +9,24 @@ from typing import Any, TypeVar
 
 import click
 
-from ledger.config.action_map import ActionMapError, default_action_map, load_action_map
+from ledger.cli.exit_codes import (  # noqa: F401 - the commands take them from here
+    EXIT_BUDGET,
+    EXIT_ERROR,
+    EXIT_NO_VERIFIED,
+    EXIT_STAY,
+    EXIT_STRICT,
+)
 from ledger.config.fold_options import (
-    options_from_files,
+    OPTION_ERRORS,
+    options_of,
     read_vendor_map,  # noqa: F401 - the commands read it here
 )
-from ledger.config.prices import PricesError, load_prices
-from ledger.core.budget import BudgetError
+from ledger.config.prices import load_prices
 from ledger.core.pricing import PriceBook
-from ledger.core.vendors import VendorMapError
 from ledger.formats.detect import IMPORTED
 from ledger.formats.seed_dialects import DIALECTS
-from ledger.ingest.files import storable
+from ledger.ingest.files import DEFAULT_MAX_LINE, storable
 from ledger.ingest.options import Options
-
-EXIT_ERROR = 1
-EXIT_STRICT = 3
-EXIT_STAY = 4
-EXIT_BUDGET = 5
-EXIT_NO_VERIFIED = 6
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -98,30 +90,18 @@ def source_options(func: F) -> F:
     func = click.option(
         "--max-line-bytes",
         type=click.IntRange(min=1024),
-        default=8 * 1024 * 1024,
+        default=DEFAULT_MAX_LINE,
         show_default=True,
         help="Longer lines are put aside, never held in memory.",
     )(func)
     return func
 
 
-def make_options(
-    budget_pairs: tuple[str, ...],
-    budget_file: str | None,
-    vendor_map: str | None,
-    prices: str | None = None,
-    action_map: str | None = None,
-    task_class: str | None = None,
-    dialect: str | None = None,
-    max_line_bytes: int = 8 * 1024 * 1024,
-) -> Options:
+def make_options(*args: Any, **kwargs: Any) -> Options:
+    """:func:`ledger.config.fold_options.options_of`, a bad file said as click says an error."""
     try:
-        return options_from_files(
-            budget_pairs, budget_file, vendor_map, read_prices(prices),
-            load_action_map(action_map) if action_map else default_action_map(),
-            task_class=task_class, dialect=dialect, max_line=max_line_bytes,
-        )
-    except (BudgetError, VendorMapError, PricesError, ActionMapError) as exc:
+        return options_of(*args, **kwargs)
+    except OPTION_ERRORS as exc:
         raise click.ClickException(str(exc)) from None
 
 

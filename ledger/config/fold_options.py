@@ -13,14 +13,40 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ledger.config.action_map import ActionMapError, default_action_map, load_action_map
 from ledger.config.budget_file import read_budget_file, read_family, read_task_classes
+from ledger.config.prices import PricesError, load_prices
 from ledger.config.vendor_map import load_vendor_map
 from ledger.core.actions import ActionMap
-from ledger.core.budget import Budget
+from ledger.core.budget import Budget, BudgetError
 from ledger.core.pricing import PriceBook
 from ledger.core.task_classes import TaskClasses
-from ledger.core.vendors import DEFAULT_VENDOR_MAP
+from ledger.core.vendors import DEFAULT_VENDOR_MAP, VendorMapError
+from ledger.ingest.files import DEFAULT_MAX_LINE
 from ledger.ingest.options import Options
+
+#: What a bad budget, vendor map, prices file or action map raises from :func:`options_of`.
+OPTION_ERRORS = (BudgetError, VendorMapError, PricesError, ActionMapError)
+
+
+def options_of(
+    budget_pairs: Sequence[str],
+    budget_file: str | None,
+    vendor_map: str | None,
+    prices: str | None = None,
+    action_map: str | None = None,
+    task_class: str | None = None,
+    dialect: str | None = None,
+    max_line_bytes: int = DEFAULT_MAX_LINE,
+) -> Options:
+    """The options of the command line's fold options (``--budget``, ``--budget-file``,
+    ``--vendor-map``, ``--prices``, ``--action-map``, ``--task-class``, ``--dialect``,
+    ``--max-line-bytes``); raises one of :data:`OPTION_ERRORS` for a bad file."""
+    return options_from_files(
+        budget_pairs, budget_file, vendor_map, load_prices(prices),
+        load_action_map(action_map) if action_map else default_action_map(),
+        task_class=task_class, dialect=dialect, max_line=max_line_bytes,
+    )
 
 
 def options_from_files(

@@ -25,7 +25,7 @@ import functools
 import math
 import re
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from re import _constants as C  # type: ignore[attr-defined]
 from re import _parser as P  # type: ignore[attr-defined]
@@ -53,18 +53,14 @@ class _Vary(Exception):
 Entry = tuple[tuple[str, ...], tuple[str, ...]]
 
 
-@functools.cache
-def _regex(need: str) -> re.Pattern[str]:
-    return re.compile(need, re.IGNORECASE)
-
-
 def could_match(text: str, entries: Sequence[Entry] | None) -> bool:
     """Whether ``text`` holds the needs of some rule (``None``: the needs are unknown, so
     every text might). A rule's needs are searched for only in a text that holds one of its
     words: a plain substring of the case-folded text (Kingfisher's ignoring of case folds
     Unicode's ``K`` and ``ſ`` to ASCII, as :meth:`str.casefold` does), every word of every
     rule looked for at once (an Aho-Corasick automaton, one pass over the folded text's
-    bytes, where a word occurs exactly where it does in the text)."""
+    bytes, where a word occurs exactly where it does in the text). Its needs are then asked
+    the cheapest first (:func:`_plan`), each exactly as its regular expression would answer."""
     if entries is None:
         return True
     wordless, find, holders = _finder(entries)
@@ -73,9 +69,161 @@ def could_match(text: str, entries: Sequence[Entry] | None) -> bool:
         folded = text.casefold().encode("utf-8", "surrogatepass")
         for word in {w for w, _, _ in find.find_matches_as_indexes(folded, overlapping=True)}:
             chosen.update(holders[word])
+    if not chosen:
+        return False
+    lowered = _lowered(text)
     return any(
-        all(_regex(need).search(text) for need in entries[i][1]) for i in sorted(chosen)
+        all(_plan(need)(text, lowered) for need in _cheapest_first(entries[i][1]))
+        for i in sorted(chosen)
     )
+
+
+#: The characters past ASCII that Python's ``re`` matches an ASCII letter with when it
+#: ignores case (found by trying every code point): ``İ`` and ``ı`` match ``i``, ``ſ`` ``s``
+#: and ``K`` ``k``; no other character matches an ASCII character, or lowers to one.
+_MATCHED_AS_ASCII = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
+
+
+def _lowered(text: str) -> str:
+    """``text`` in which an ASCII literal occurs exactly where ``re`` ignoring case finds it:
+    ASCII lowered, and the four characters of :data:`_MATCHED_AS_ASCII` made the letter."""
+    return (text if text.isascii() else text.translate(_MATCHED_AS_ASCII)).lower()
+
+
+#: A need's test: (text, :func:`_lowered` text) -> whether the need occurs in the text.
+Test = Callable[[str, str], bool]
+
+
+@functools.cache
+def _cheapest_first(needs: tuple[str, ...]) -> tuple[str, ...]:
+    """A rule's needs, those that read as plain text first (all of them must be found, so the
+    order changes no answer, only how soon a missing one ends the search; a need is parsed
+    and planned only once asked, so a rule ended by a missing word costs no parse)."""
+    return tuple(sorted(needs, key=lambda need: _SYNTAX.search(_ESCAPED.sub("", need)) is not None))
+
+
+#: Escaped characters, and what else makes a need more than plain text.
+_ESCAPED = re.compile(r"\\.")
+_SYNTAX = re.compile(r"[()\[\]{}.*+?|^$]")
+
+
+#: How a need is told (:func:`plan_of`): ``("any", literals)``, ``("run", members, count)``
+#: or ``("gate", literals)``.
+Plan = tuple[Any, ...]
+
+
+@functools.cache
+def _plan(need: str) -> Test:
+    """The test of ``need``'s :func:`plan_of`, read from the generated table when it is
+    there (no parse in the process: the needs a text wakes cost some 10 ms to parse)."""
+    kind, *args = _table_plans().get(need) or plan_of(need)
+    if kind == "any":
+        (literals,) = args
+        return lambda _text, lowered: any(lit in lowered for lit in literals)
+    if kind == "run":
+        members, count = args
+        table = bytes(ord("a") if chr(b) in members else ord(" ") for b in range(256))
+        needle = b"a" * count
+        return lambda _text, lowered: (
+            needle in lowered.encode("utf-8", "surrogatepass").translate(table)
+        )
+    (gate,) = args
+    regex = functools.cache(lambda: re.compile(need, re.IGNORECASE))
+    return lambda text, lowered: (
+        any(lit in lowered for lit in gate) and regex().search(text) is not None
+    )
+
+
+@functools.cache
+def _table_plans() -> dict[str, Plan]:
+    from ledger.core.secret_needs_table import PLANS
+
+    return PLANS
+
+
+def plan_of(need: str) -> Plan:
+    """How to tell whether ``need`` (searched ignoring case) occurs in a text, as cheaply as
+    its parse allows, always with the regular expression's answer: an alternation of ASCII
+    literals (``any``) is a substring of the lowered text; a run of one class (``run``), a
+    run of ``a`` in the lowered text's bytes with each member of the class made ``a`` and
+    every other byte a space (one translation, one substring test, no expression compiled);
+    anything else the expression, searched only once the lowered text holds one of the
+    literals every match holds (``gate``, :func:`_gate`), compiled when first searched."""
+    items = list(P.parse(need))
+    literals = _literals(items)
+    if literals is not None:
+        return ("any", literals)
+    run = _class_run(items)
+    if run is not None:
+        members, count = run
+        return ("run", "".join(sorted(members)), count)
+    return ("gate", _gate(items) or ("",))
+
+
+def _literals(items: list[tuple[Any, Any]]) -> tuple[str, ...] | None:
+    """The ASCII texts (lowered) one of which every match of ``items`` is, if it is a literal
+    run, an alternation of them or a class of literal characters; else None."""
+    if len(items) == 1 and items[0][0] is C.BRANCH:
+        branches = [_literals(list(b)) for b in items[0][1][1]]
+        if any(b is None for b in branches):
+            return None
+        return tuple(lit for b in branches for lit in b)  # type: ignore[union-attr]
+    if len(items) == 1 and items[0][0] is C.IN:
+        members = items[0][1]
+        if all(op is C.LITERAL and av <= 0x7F for op, av in members):
+            return tuple(chr(av).lower() for _op, av in members)
+        return None
+    if items and all(op is C.LITERAL and av <= 0x7F for op, av in items):
+        return ("".join(chr(av) for _op, av in items).lower(),)
+    return None
+
+
+def _class_run(items: list[tuple[Any, Any]]) -> tuple[set[str], int] | None:
+    """``(members, count)`` if ``items`` are ``count`` characters of one class of ASCII
+    literals and ranges; ``members``: its characters lowered. Ignoring case, a character
+    matches the class exactly where its :func:`_lowered` self is a member (ASCII is lowered
+    one for one, and the only others that match are the four made ASCII there)."""
+    if len(items) != 1 or items[0][0] is not C.MAX_REPEAT:
+        return None
+    low, high, body = items[0][1]
+    body = list(body)
+    if low != high or len(body) != 1 or body[0][0] is not C.IN:
+        return None
+    members: set[str] = set()
+    for op, av in body[0][1]:
+        first, last = (av, av) if op is C.LITERAL else av if op is C.RANGE else (-1, 0x80)
+        if first < 0 or last > 0x7F:
+            return None
+        members.update(chr(c).lower() for c in range(first, last + 1))
+    return members, low
+
+
+def _gate(items: list[tuple[Any, Any]]) -> tuple[str, ...] | None:
+    """ASCII texts (lowered) one of which every match of ``items`` holds, the longest found
+    among its literal runs (a class of one letter in either case, ``[Ss]``, is one), its
+    classes of literals and its alternations of them; None if none is found."""
+    found: list[tuple[str, ...]] = []
+    run = ""
+    for op, av in [*items, (None, None)]:
+        one = _literals([(op, av)]) if op is not None else None
+        if one is not None and len(set(one)) == 1 and len(one[0]) == 1:
+            run += one[0]
+            continue
+        repeated = _literals(list(av[2])) if op is C.MAX_REPEAT and av[0] >= 1 else None
+        if repeated is not None and len(repeated) == 1:  # (?:ab){3}: ababab, and more if wider
+            run += repeated[0] * av[0]
+            if av[0] == av[1]:
+                continue
+        if run:
+            found.append((run,))
+        run = ""
+        if one is not None:
+            found.append(tuple(dict.fromkeys(one)))
+        elif op is C.BRANCH:
+            branches = [_gate(list(b)) for b in av[1]]
+            if all(branches):
+                found.append(tuple(lit for b in branches for lit in b))  # type: ignore[union-attr]
+    return max(found, key=lambda lits: min(map(len, lits)), default=None)
 
 
 #: By the id of a table: the table (kept, so that its id is never another's), its entries
@@ -339,10 +487,12 @@ def generate() -> str:
         f"VERSION = {version(DIST)!r}",
     ]
     if None in needs:  # a rule has no need: every text is a candidate
-        lines.append("NEEDS = None")
+        lines += ["NEEDS = None", "PLANS = {}"]
     else:
         entries = sorted((words_of(n[0]), n) for n in needs if n is not None)
         lines += ["NEEDS = ("] + [f"    ({w!r}, {n!r})," for w, n in entries] + [")"]
+        plans = sorted({need for _words, each in entries for need in each})
+        lines += ["PLANS = {"] + [f"    {n!r}: {plan_of(n)!r}," for n in plans] + ["}"]
     return "\n".join(lines) + "\n"
 
 if __name__ == "__main__":

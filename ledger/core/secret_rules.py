@@ -26,7 +26,6 @@ import functools
 import os
 import re
 import string
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +102,8 @@ def _cache_dir() -> str | None:
     would cache nothing and compile the rules again in every process (seconds each)."""
     if any(os.environ.get(v) for v in ("KF_RULE_CACHE_DIR", "XDG_CACHE_HOME", "HOME")):
         return None
+    import tempfile  # only here: it imports shutil and random, some 4 ms of every ingest
+
     folder = Path(tempfile.gettempdir()) / f"agent-ledger-rules-{os.getuid()}"
     folder.mkdir(mode=0o700, exist_ok=True)  # the library refuses a folder others can write
     return str(folder)

@@ -13,14 +13,12 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from ledger.core.budget import Budget
-from ledger.core.family import COLUMNS, family_stop
 from ledger.core.fold import families_for
 from ledger.db.writes import immediate
 
 if TYPE_CHECKING:  # annotations only: ledger.db.connection imports it (without pandas)
     import sqlite_utils
 
-_STEPS_SQL = f"select {', '.join(COLUMNS)} from steps where session_id = ?"
 _PARENTS_SQL = (
     "select distinct parent_session_id from sessions where parent_session_id is not null"
 )
@@ -75,11 +73,15 @@ def _parents(conn: sqlite3.Connection, touched: set[str] | None) -> list[str]:
 def _write(
     conn: sqlite3.Connection, parent: str, budget: Budget, vendor_map: Mapping[str, str]
 ) -> None:
+    # Here, not above: with the key off, as it is by default, an ingest never needs it.
+    from ledger.core.family import COLUMNS, family_stop
+
+    steps_sql = f"select {', '.join(COLUMNS)} from steps where session_id = ?"
     members = [parent, *(row[0] for row in conn.execute(
         "select session_id from sessions where parent_session_id = ?", (parent,)
     ))]
     row = conn.execute("select dialect from sessions where session_id = ?", (parent,)).fetchone()
-    steps = [step for sid in members for step in conn.execute(_STEPS_SQL, (sid,))]
+    steps = [step for sid in members for step in conn.execute(steps_sql, (sid,))]
     stop = family_stop(steps, budget, families_for(row[0] if row else "native"), vendor_map)
     where = (None,) * 6 if stop is None else (
         stop.session_id, stop.idx, stop.ts, stop.reason.value, stop.detail, stop.events

@@ -158,23 +158,89 @@ def after_ingest(
 
     ``touched``: the sessions the ingest wrote, when it deleted none; then only their parity
     is checked and only their task classes judged again (a class's verdict depends on its own
-    sessions alone). None: everything is recomputed.
+    sessions alone). None (it deleted some, to read them again): every session's parity is
+    checked, and every class judged (:func:`_parity_changes`), or, past a chunk of changed
+    sessions, everything is recomputed. Either way a class's rows are written only if they
+    differ from the stored ones (writing cleans every text again, most of the cost: a grown
+    session seldom changes its class's verdict).
     """
     never = db.conn.execute("SELECT count(*) FROM verdict_settings").fetchone()[0] == 0
     if not (changed or never):
         return
     with writes.immediate(db) as conn:
         settings = stored_settings(conn)
-        if never or touched is None:
+        changes = None if never or touched is not None else _parity_changes(conn, settings)
+        if never or (touched is None and changes is None):
             _recompute(conn, settings, keep=False)
             return
         classes: set[str] = set()
-        for chunk, marks in _chunks(touched):
+        if changes is not None:
+            rows, gone = changes
+            classes.update(_store_parity(conn, iter(rows)))
+            classes.update(_drop_parity(conn, gone))
+            classes.update(task_class for (task_class,) in conn.execute(
+                "SELECT DISTINCT task_class FROM parity_groups"))
+        for chunk, marks in _chunks(touched or ()):
             cursor = conn.execute(SESSIONS_SQL + f"where s.session_id in ({marks})", chunk)
             classes.update(_check(conn, settings, cursor))
-        for _ in _judge(conn, settings, classes):
-            pass  # written as it goes; nothing kept
+        for _ in _judge(conn, settings, classes, unchanged_kept=True):
+            pass  # written as it goes (what changed); nothing kept
         _settle(conn, settings)
+
+
+#: The stored parity, in the order of :data:`SESSIONS_SQL` by session.
+_STORED_PARITY_SQL = "SELECT * FROM session_parity ORDER BY session_id"
+
+
+def _parity_changes(
+    conn: sqlite3.Connection, settings: Settings
+) -> tuple[list[dict[str, Any]], list[str]] | None:
+    """The parity rows of the sessions whose stored row is not what it would be now (a new
+    session's too), and the sessions gone whose rows are still stored: the two tables read
+    side by side in the order of their ids (memory holds what changed, no more than a
+    :data:`CHUNK` of each; None past that, for the whole recomputation)."""
+    stored = _dicts(conn.execute(_STORED_PARITY_SQL))
+    old = next(stored, None)
+    changed: list[dict[str, Any]] = []
+    gone: list[str] = []
+    for session in _dicts(conn.execute(SESSIONS_SQL + "order by s.session_id")):
+        row = parity(session, settings.tolerance)
+        while old is not None and old["session_id"] < row["session_id"]:
+            gone.append(old["session_id"])
+            old = next(stored, None)
+        if old is not None and old["session_id"] == row["session_id"]:
+            if not same_row(row, old):
+                changed.append(row)
+            old = next(stored, None)
+        else:
+            changed.append(row)
+        if len(changed) > CHUNK or len(gone) > CHUNK:
+            return None
+    while old is not None:
+        gone.append(old["session_id"])
+        old = next(stored, None)
+    return (changed, gone) if len(gone) <= CHUNK else None
+
+
+def same_row(row: dict[str, Any], stored: dict[str, Any]) -> bool:
+    """Whether writing ``row`` would store ``stored`` again: the same columns, each value of
+    the same type and equal (a flag as the integer SQLite keeps; a text that differs is
+    written, whatever redacting it would give)."""
+    return row.keys() == stored.keys() and all(
+        type(stored[k]) is type(int(v) if type(v) is bool else v)
+        and stored[k] == v for k, v in row.items()
+    )
+
+
+def _drop_parity(conn: sqlite3.Connection, gone: list[str]) -> set[str]:
+    """Delete the stored parity of sessions gone, out of their groups' counts; their classes."""
+    moves: Counter[tuple[Any, ...]] = Counter()
+    for chunk, marks in _chunks(gone):
+        for group in conn.execute(_GROUPS_OF_SQL.format(marks=marks), chunk):
+            moves[group] -= 1
+        conn.execute(f"DELETE FROM session_parity WHERE session_id IN ({marks})", chunk)
+    _count(conn, moves)
+    return {group[0] for group in moves}
 
 
 def _check(
@@ -184,8 +250,17 @@ def _check(
     """Check and store the parity of ``sessions`` (rows of :data:`SESSIONS_SQL`), a chunk at a
     time, and move them between the counted groups; returns the task classes they were and
     are in (a class a session left is judged again too), and adds the rows to ``into``."""
-    classes: set[str] = set()
     checked = (parity(session, settings.tolerance) for session in _dicts(sessions))
+    return _store_parity(conn, checked, into)
+
+
+def _store_parity(
+    conn: sqlite3.Connection, checked: Iterator[dict[str, Any]],
+    into: list[dict[str, Any]] | None = None,
+) -> set[str]:
+    """Store parity rows a chunk at a time, moving their sessions between the counted groups;
+    the classes they were and are in (and the rows added to ``into``)."""
+    classes: set[str] = set()
     while chunk := list(islice(checked, CHUNK)):
         moves: Counter[tuple[Any, ...]] = Counter()
         ids = [row["session_id"] for row in chunk]
@@ -213,24 +288,35 @@ def _count(conn: sqlite3.Connection, moves: Counter[tuple[Any, ...]]) -> None:
 
 
 def _judge(
-    conn: sqlite3.Connection, settings: Settings, classes: set[str]
+    conn: sqlite3.Connection, settings: Settings, classes: set[str], unchanged_kept: bool = False
 ) -> Iterator[Verdicts]:
     """Rewrite the coverage and verdict of each class in ``classes`` from its stored parity,
-    one class at a time (memory holds its groups, not its sessions); yields each part."""
+    one class at a time (memory holds its groups, not its sessions); yields each part.
+    ``unchanged_kept``: a class whose rows would be written as they are stored is left."""
     unknown = by_task_class(_dicts(conn.execute(UNKNOWN_VENDOR_SQL)))
     tools = by_task_class(_dicts(conn.execute(UNCLASSIFIED_SQL)))
     for cls in sorted(classes):
-        for table in ("cap_coverage", "task_classes"):
-            conn.execute(f"DELETE FROM [{table}] WHERE task_class = ?", (cls,))
         groups = stored_groups(conn, cls)
-        if not groups:
-            continue  # its last session left the database
-        covered = coverage(cls, groups)
-        part = Verdicts(settings, coverage=[c.row() for c in covered],
-                        classes=[judge(cls, groups, covered, unknown[cls], settings, tools[cls])])
-        writes.replace_all(conn, "cap_coverage", part.coverage, keep=True)
-        writes.replace_all(conn, "task_classes", part.classes, keep=True)
-        yield part
+        part = Verdicts(settings)
+        if groups:  # (none: its last session left the database)
+            covered = coverage(cls, groups)
+            part.coverage = [c.row() for c in covered]
+            part.classes = [judge(cls, groups, covered, unknown[cls], settings, tools[cls])]
+        written = {"cap_coverage": part.coverage, "task_classes": part.classes}
+        if unchanged_kept and all(_stored_as(conn, t, cls, rows) for t, rows in written.items()):
+            continue
+        for table, rows in written.items():
+            conn.execute(f"DELETE FROM [{table}] WHERE task_class = ?", (cls,))
+            writes.replace_all(conn, table, rows, keep=True)
+        if groups:
+            yield part
+
+
+def _stored_as(conn: sqlite3.Connection, table: str, cls: str, rows: list[dict[str, Any]]) -> bool:
+    """Whether ``table`` holds exactly ``rows`` for the class ``cls``, in their order."""
+    stored = list(_dicts(conn.execute(
+        f"SELECT * FROM [{table}] WHERE task_class = ? ORDER BY rowid", (cls,))))
+    return len(stored) == len(rows) and all(map(same_row, rows, stored))
 
 
 def stored_groups(conn: sqlite3.Connection, task_class: str) -> list[Group]:

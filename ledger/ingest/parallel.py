@@ -28,7 +28,6 @@ from __future__ import annotations
 import gc
 import marshal
 import os
-import pickle
 import queue
 import signal
 import sqlite3
@@ -151,13 +150,20 @@ def encode(message: Message) -> bytes:
     try:
         return _MARSHALLED + marshal.dumps(plain)
     except ValueError:  # a subclass of str or int, say: pickle keeps it
+        import pickle  # only here (some 2 ms of every ingest, and rarely needed)
+
         return _PICKLED + pickle.dumps(plain, protocol=5)
 
 
 def decode(message: bytes) -> Message:
     """The part or batch :func:`encode` made ``message`` of."""
     body = memoryview(message)[1:]
-    plain = marshal.loads(body) if message[:1] == _MARSHALLED else pickle.loads(body)
+    if message[:1] == _MARSHALLED:
+        plain = marshal.loads(body)
+    else:
+        import pickle
+
+        plain = pickle.loads(body)
     if len(plain) == 8:
         start, steps, incidents, errors, unknown, notes, redactions, owners = plain
         out = Output(steps, incidents, errors, Counter(unknown), notes)

@@ -1,6 +1,7 @@
 """The console script's quick answer (ledger.cli.quick): a re-ingest with nothing to read says
 exactly what the full command says, with its exit code, and imports none of the command line;
-anything else is the full command's to answer."""
+a plain ingest with something to read is run without click, and says the same too; anything
+else is the full command's to answer."""
 
 from __future__ import annotations
 
@@ -10,14 +11,14 @@ import shutil
 import subprocess
 import sys
 import tomllib
+from collections.abc import Callable
 from importlib.metadata import version
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from ledger.cli import ingest as ingest_cli
-from ledger.cli import quick
+from ledger.cli import ingest_report, quick
 from ledger.cli.group import cli
 from ledger.ingest.options import Options
 from ledger.ingest.unchanged import DEFAULT_FOLD_DIGEST, suffix
@@ -76,19 +77,36 @@ def _nothing(_folder: Path) -> None:
     pass
 
 
+def _not_a_database(folder: Path) -> None:
+    (folder.parent / "ledger.db").write_bytes(b"not a database" * 100)
+
+
+QUICK, PLAIN, FULL_COMMAND = "quick answer", "plain ingest", "full command"
 SCENARIOS = {
-    # name: (what changes, options, whether the quick answer gives it)
-    "unchanged": (_nothing, (), True),
-    "unchanged --strict": (_nothing, ("--strict",), True),
-    "unchanged --json": (_nothing, ("--json",), False),
-    "unchanged, another budget": (_nothing, ("--budget", "max_rounds=5"), False),
-    "unchanged --no-progress": (_nothing, ("--no-progress",), False),
-    "one file grown": (_grow, (), False),
-    "one file new": (_add, (), False),
-    "a bad file new": (_add_bad, ("--strict",), False),
-    "a line still being written": (_cut, (), False),
-    "a file touched": (_touch, (), False),
+    # name: (what changes, options, who answers)
+    "unchanged": (_nothing, (), QUICK),
+    "unchanged --strict": (_nothing, ("--strict",), QUICK),
+    "unchanged --json": (_nothing, ("--json",), PLAIN),
+    "unchanged, another budget": (_nothing, ("--budget", "max_rounds=5"), FULL_COMMAND),
+    "unchanged --no-progress": (_nothing, ("--no-progress",), PLAIN),
+    "one file grown": (_grow, (), PLAIN),
+    "one file grown --strict": (_grow, ("--strict",), PLAIN),
+    "one file grown --json --no-progress": (_grow, ("--json", "--no-progress"), PLAIN),
+    "one file grown --no-progress --progress": (_grow, ("--no-progress", "--progress"), PLAIN),
+    "a bad file new --json --strict": (_add_bad, ("--json", "--strict"), PLAIN),
+    "one file grown -j 0 --json": (_grow, ("-j", "0", "--json"), FULL_COMMAND),
+    "one file grown, --strict first": (_grow, (), PLAIN),
+    "one file new": (_add, (), PLAIN),
+    "a bad file new": (_add_bad, (), PLAIN),
+    "a bad file new --strict": (_add_bad, ("--strict",), PLAIN),
+    "a bad file new --strict -j 0": (_add_bad, ("--strict", "-j", "0"), FULL_COMMAND),
+    "a line still being written": (_cut, (), PLAIN),
+    "a file touched": (_touch, (), PLAIN),
+    "a path not there": (_nothing, ("no/such/folder",), PLAIN),
+    "not a database": (_not_a_database, (), PLAIN),
 }
+EXITS = {"a bad file new --strict": 3, "a bad file new --strict -j 0": 3, "a path not there": 1,
+         "not a database": 1, "a bad file new --json --strict": 3}
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
@@ -96,33 +114,49 @@ def test_the_script_says_what_the_full_command_says(
     ingested: tuple[Path, Path], scenario: str
 ) -> None:
     db, folder = ingested
-    change, options, quick_answers = SCENARIOS[scenario]
+    change, options, answers = SCENARIOS[scenario]
     change(folder)
     argv = ["ingest", str(db), str(folder), *options]
+    if "first" in scenario:
+        argv.insert(1, "--strict")
+    quick_answers = answers == QUICK
     assert (quick.noop_summary(argv) is not None) is quick_answers
+    assert (quick.plain_ingest_args(argv) is not None) is (answers != FULL_COMMAND)
     saved = db.read_bytes()  # the full command may write: both start from the same database
     script = run(SCRIPT, *argv)
     assert db.read_bytes() == saved or not quick_answers  # the quick answer writes nothing
     db.write_bytes(saved)
     full = run(FULL, *argv)
     assert script == full
+    assert full[0] == EXITS.get(scenario, 0)
+    assert full[2].startswith("Error: ") is (full[0] == 1)
     if change is _nothing and "--budget" not in options:
         assert db.read_bytes() == saved  # nothing migrated, nothing recomputed, by either
     if options == ("--json",):
         assert json.loads(full[1])["unchanged_files"] == 7
 
 
-def test_the_quick_answer_imports_no_command_line(ingested: tuple[Path, Path]) -> None:
+@pytest.mark.parametrize(("change", "first_line", "heavy"), [
+    (_nothing, "7 files (0 new, 0 grown, 7 unchanged), 0 lines read", HEAVY),
+    (_grow, "7 files (0 new, 1 grown, 6 unchanged), 1 lines read", ("click", "datasette")),
+])
+def test_the_quick_answer_imports_no_command_line(
+    ingested: tuple[Path, Path], change: Callable[[Path], None], first_line: str,
+    heavy: tuple[str, ...],
+) -> None:
     db, folder = ingested
+    change(folder)
     code, out, err = run(
         SCRIPT.replace("sys.exit(main())", "code = main()\n"
+                       "import gc; print(gc.isenabled(), file=sys.stderr)\n"
                        "print(sorted({m.split('.')[0] for m in sys.modules}), file=sys.stderr)\n"
                        "sys.exit(code)"),
         "ingest", db, folder,
     )
-    assert (code, out.splitlines()[0]) == (0, "7 files (0 new, 0 grown, 7 unchanged), 0 lines read")
-    loaded = set(json.loads(err.replace("'", '"')))
-    assert loaded.isdisjoint(HEAVY), loaded & set(HEAVY)
+    assert (code, out.splitlines()[0]) == (0, first_line)
+    assert err.splitlines()[-2] == "True"  # the collector, held off while importing, is back
+    loaded = set(json.loads(err.splitlines()[-1].replace("'", '"')))
+    assert loaded.isdisjoint(heavy), loaded & set(heavy)
 
 
 @pytest.mark.parametrize("argv", [
@@ -137,6 +171,28 @@ def test_a_database_not_there_is_the_full_commands_to_make(tmp_path: Path) -> No
     (tmp_path / "a.jsonl").write_text('{"session": "s", "type": "round"}\n')
     assert quick.noop_summary(["ingest", str(tmp_path / "l.db"), str(tmp_path)]) is None
     assert not (tmp_path / "l.db").exists()
+
+
+@pytest.mark.parametrize(("db", "paths", "plain"), [
+    ("l.db", ["logs"], True),
+    ("l.db", ["logs", "missing"], True),  # the ingest says it, as the command does
+    ("logs", ["logs"], False),  # a folder for the database: click refuses it
+    ("l.db", ["locked"], False),  # a file it may not read: click refuses it
+])
+def test_what_click_refuses_is_left_to_click(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, db: str, paths: list[str], plain: bool
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "locked").write_text("")
+    access = os.access  # (root reads every file: the refusal is made up here)
+    monkeypatch.setattr(os, "access", lambda p, mode: p != "locked" and access(p, mode))
+    assert (quick.plain_ingest_args(["ingest", db, *paths]) is not None) is plain
+
+
+def test_shell_completion_is_left_to_click(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("_AGENT_LEDGER_COMPLETE", "bash_complete")
+    assert quick.plain_ingest_args(["ingest", "l.db", "logs"]) is None
 
 
 def test_the_default_fold_digest_is_current() -> None:
@@ -161,8 +217,18 @@ def test_ledger_names_are_told_as_the_full_command_tells_them(name: str) -> None
 def test_the_progress_bar_is_drawn_once_an_ingest_has_run_a_while(
     samples: Path, monkeypatch: pytest.MonkeyPatch, after: float, drawn: bool
 ) -> None:
-    monkeypatch.setattr(ingest_cli, "BAR_AFTER", after)
+    monkeypatch.setattr(ingest_report, "BAR_AFTER", after)
     db = samples.parent / "l.db"
     result = CliRunner().invoke(cli, ["ingest", str(db), str(samples), "--progress"])
     assert result.exit_code == 0
     assert ("Ingesting" in result.output) is drawn
+
+
+def test_files_named_one_by_one_are_answered_as_their_folder(ingested: tuple[Path, Path]) -> None:
+    db, folder = ingested
+    files = sorted(str(p) for p in folder.rglob("*") if suffix(p.name) in quick.SUFFIXES)
+    by_folder = quick.noop_summary(["ingest", str(db), str(folder)])
+    assert by_folder is not None
+    assert quick.noop_summary(["ingest", str(db), *files]) == by_folder
+    os.symlink(files[0], folder / "link.jsonl")  # a link named: the full command notes it
+    assert quick.noop_summary(["ingest", str(db), *files, str(folder / "link.jsonl")]) is None

@@ -915,12 +915,14 @@ def test_the_rule_set_has_a_cache_even_without_a_home(
 ) -> None:
     """With no home (a hook, a service, ``env -i``) the compiled rules are cached in a folder of
     the user's own, not compiled again in every process."""
+    import tempfile
+
     from ledger.core import secret_rules
 
     for name in ("KF_RULE_CACHE_DIR", "XDG_CACHE_HOME", "HOME"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("TMPDIR", str(tmp_path))
-    monkeypatch.setattr(secret_rules.tempfile, "tempdir", None)
+    monkeypatch.setattr(tempfile, "tempdir", None)
     folder = Path(secret_rules._cache_dir() or "")
     assert folder.parent == tmp_path and (folder.stat().st_mode & 0o777) == 0o700
     monkeypatch.setenv("HOME", str(tmp_path))

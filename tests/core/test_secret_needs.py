@@ -168,3 +168,55 @@ def test_could_match_is_its_definition(text: str) -> None:
         for words, needs in NEEDS
     )
     assert could_match(text, NEEDS) == expected
+
+
+def test_the_characters_matched_as_ascii_ignoring_case_are_the_four_folded() -> None:
+    """What :func:`secret_needs._lowered` relies on, over every code point: past ASCII, only
+    the four characters it maps match an ASCII character ignoring case, and none lowers to one
+    (but ``İ``, which it maps first)."""
+    every = "".join(chr(c) for c in range(0x80, 0x110000) if not 0xD800 <= c < 0xE000)
+    matched = set(re.findall("[\x00-\x7f]", every, re.IGNORECASE))
+    assert matched == {"\u0130", "\u0131", "\u017f", "\u212a"}
+    assert {c for c in every if not c.lower().isascii() and any(
+        x.isascii() for x in c.lower())} == {"\u0130"}
+    assert {c: secret_needs._lowered(c) for c in matched} == {
+        "\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"}
+
+
+ALL_NEEDS = sorted({need for _words, needs in NEEDS for need in needs})
+#: Characters a damaged match is given: the four re matches as ASCII, and others near them.
+DAMAGE = ["", " ", "-", "_", ".", "\u0130", "\u0131", "\u017f", "\u212a", "\u00df", "I", "k", "S"]
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_each_need_is_told_as_its_expression_tells_it(data: st.DataObject) -> None:
+    """A need's cheap test (a substring, a search from a run's start, a gated search) gives
+    its regular expression's answer, on texts drawn from it and then damaged in places."""
+    need = data.draw(st.sampled_from(ALL_NEEDS))
+    text = data.draw(st.from_regex(re.compile(need, re.IGNORECASE), fullmatch=False))
+    for at, char in data.draw(st.lists(
+        st.tuples(st.integers(0, max(len(text) - 1, 0)), st.sampled_from(DAMAGE)), max_size=3,
+    )):
+        text = text[:at] + char + text[at + 1:]
+    expected = re.search(need, text, re.IGNORECASE) is not None
+    assert secret_needs._plan(need)(text, secret_needs._lowered(text)) is expected, (need, text)
+
+
+RUNS = [need for need in ALL_NEEDS if secret_needs._class_run(list(re._parser.parse(need)))]
+#: Every character that matches an ASCII one ignoring case (the test above: no other does).
+ASCII_LIKE = [chr(c) for c in range(0x80)] + ["\u0130", "\u0131", "\u017f", "\u212a"]
+
+
+@pytest.mark.parametrize("need", RUNS)
+def test_a_class_run_holds_each_character_its_expression_matches(need: str) -> None:
+    """A run of one class, told by translating bytes, admits a character exactly where the
+    expression ignoring case does (a run of it, with what cannot match around it)."""
+    count = secret_needs._class_run(list(re._parser.parse(need)))[1]
+    test = secret_needs._plan(need)
+    for char in ASCII_LIKE:
+        text = "\u00e9" + char * count + "\u00e9"
+        expected = re.search(need, text, re.IGNORECASE) is not None
+        assert test(text, secret_needs._lowered(text)) is expected, (need, char)
+        cut = char * (count - 1)
+        assert not test(cut, secret_needs._lowered(cut))

@@ -343,3 +343,68 @@ def assert_counts_are_the_stored_groups(db_path: Path) -> None:
                             f"group by {group} order by {group}")
     assert counted == grouped
     assert counted  # the samples are judged
+
+
+# What an ingest that forgot sessions (to read their files again) may leave changed, before
+# the verdicts are brought up to date with no list of the sessions it wrote.
+SESSION_EDITS = st.lists(st.one_of(
+    st.tuples(st.just("update sessions set stop_reason = ? where session_id = ?"),
+              st.sampled_from(["max_rounds", "task_complete"])),
+    st.tuples(st.just("update sessions set task_class = ? where session_id = ?"),
+              st.sampled_from(["bugfix", "docs", "elsewhere"])),
+    st.tuples(st.just("update sessions set recorded_stop = ? where session_id = ?"),
+              st.sampled_from(["task_complete", "user_cancel"])),
+    st.tuples(st.just("delete from sessions where session_id = ? and ? is not null"),
+              st.just("gone")),
+    st.tuples(st.just("update incidents set key = ? where session_id = ?"),
+              st.sampled_from(["odd_other_stop"])),
+), max_size=5)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(edits=SESSION_EDITS, data=st.data())
+def test_after_an_ingest_that_forgot_sessions_the_verdicts_equal_a_full_recomputation(
+    tmp_path_factory: pytest.TempPathFactory, edits: list[tuple[str, Any]], data: st.DataObject
+) -> None:
+    """With no list of the sessions written, the parity of every session is checked and every
+    class judged, and only rows that differ are written: what a full recomputation leaves."""
+    import shutil
+
+    import sqlite_utils
+
+    from tests.helpers import SAMPLES
+
+    root = tmp_path_factory.mktemp("forgot")
+    samples = shutil.copytree(SAMPLES, root / "sample_ledgers")
+    db_path = root / "ledger.db"
+    ingest(db_path, [samples])
+    db = connection.connect(db_path)
+    ids = [i for (i,) in db.conn.execute("select session_id from sessions order by 1")]
+    for sql, value in edits:
+        session = data.draw(st.sampled_from(ids))
+        args = (session, value) if sql.startswith("delete") else (value, session)
+        db.conn.execute(sql, args)
+    db.conn.commit()
+    verdict_tables.after_ingest(db, True, None)
+    db.conn.close()
+    kept = _verdict_tables(db_path)
+    full = root / "full.db"
+    shutil.copyfile(db_path, full)
+    fresh = sqlite_utils.Database(full)
+    verdict_tables.refresh(fresh)
+    fresh.conn.close()
+    assert _verdict_tables(full) == kept
+    assert_counts_are_the_stored_groups(db_path)
+
+
+@pytest.mark.parametrize(("row", "stored", "same"), [
+    ({"a": 1, "b": "x"}, {"a": 1, "b": "x"}, True),
+    ({"a": True}, {"a": 1}, True),  # a flag is stored as its integer
+    ({"a": 1}, {"a": 1.0}, False),  # a REAL column: writing it again changes its type
+    ({"a": 1}, {"a": 1, "b": None}, False),  # another column
+    ({"a": "x"}, {"a": "[REDACTED:jwt]"}, False),  # a text redacted when stored: written
+])
+def test_a_row_is_left_only_when_writing_it_would_store_it_again(
+    row: dict[str, Any], stored: dict[str, Any], same: bool
+) -> None:
+    assert verdict_tables.same_row(row, stored) is same
