@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, settings
 
 from ledger.ingest.ingester import ingest
 from ledger.ingest.options import Options
+from ledger.live.hook_store import DB_ENV
 from tests.helpers import SAMPLES
 
 # No property test depends on how fast the machine is: Hypothesis's default 200 ms deadline
@@ -24,20 +25,25 @@ settings.load_profile("agent-ledger")
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """The suite's own user cache folder (agent-ledger's price and action-map caches,
-    ``ledger/config/user_cache.py``), so that no test reads what the user's own runs left in
-    ``~/.cache/agent-ledger`` or leaves anything there; set in the environment, so the
-    commands the tests start use it too. The rule set's compiled cache stays where the
-    library keeps it (``kingfisher/rule-cache`` in the user's cache folder): compiling it
-    again costs seconds and tells nothing."""
+    """The suite's own folders for what agent-ledger keeps in the user's home, set in the
+    environment so that the commands the tests start use them too: no test reads what the
+    user's own runs left there, or leaves anything there.
+
+    * the user cache folder (the price and action-map caches, ``ledger/config/user_cache.py``).
+      The rule set's compiled cache stays where the library keeps it (``kingfisher/rule-cache``
+      in the user's cache folder): compiling it again costs seconds and tells nothing.
+    * the hook's default database (``AGENT_LEDGER_DB``, else ``~/.agent-ledger/ledger.db``),
+      which a hook client given no ``--db`` falls back to."""
     real = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     os.environ.setdefault("KF_RULE_CACHE_DIR", os.path.join(real, "kingfisher", "rule-cache"))
-    os.environ["XDG_CACHE_HOME"] = config._ledger_cache = tempfile.mkdtemp(  # type: ignore[attr-defined]
-        prefix="agent-ledger-test-cache-")
+    folder = config._ledger_home = tempfile.mkdtemp(  # type: ignore[attr-defined]
+        prefix="agent-ledger-test-home-")
+    os.environ["XDG_CACHE_HOME"] = os.path.join(folder, "cache")
+    os.environ[DB_ENV] = os.path.join(folder, "agent-ledger", "ledger.db")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    if folder := getattr(config, "_ledger_cache", None):
+    if folder := getattr(config, "_ledger_home", None):
         shutil.rmtree(folder, ignore_errors=True)
 
 

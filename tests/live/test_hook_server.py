@@ -286,18 +286,25 @@ def test_a_server_whose_package_changed_answers_then_ends(tmp_path: Path) -> Non
     package = tmp_path / "pkg.py"
     package.write_text("v = 1\n")
     stamp = hook_server.PackageStamp.of([str(package)])
+    looked: list[bool] = []  # the server's looks at its package, one after each call
+
+    def stale() -> bool:
+        looked.append(stamp.changed())
+        return looked[-1]
+
     sock = hook_server.socket_path(db, hook_args(db))
     options = Options(budget=Budget(max_steps=4))
-    server = Thread(sock, db, lambda _f: options, stale=stamp.changed)
+    server = Thread(sock, db, lambda _f: options, stale=stale)
     try:
         assert call(client(sock), calls[0]) == ""
+        poll(lambda: looked)  # (the client has its answer before the server looks)
         package.write_text("v = 22\n")  # a new version installed under the server
         assert "max_steps" in call(client(sock), calls[-1])  # answered, by the old one
         server.thread.join(DEADLINE_S)
         assert not server.thread.is_alive() and server.served == [True]
     finally:
         server.close()
-    assert not sock.exists()
+    assert not sock.exists() and looked == [False, True]
     assert rows(db, "select count(*) as n from hook_decisions") == [{"n": 2}]
 
 
