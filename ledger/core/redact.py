@@ -583,7 +583,28 @@ _PLACEHOLDER = re.compile(
 )
 
 
+#: What opens a private key block's body: base64 lines, whose line ends JSON may escape.
+_PEM_BODY = re.compile(r"[A-Za-z0-9+/=\s\\]*")
+
+
+def _is_key_placeholder(block: str) -> bool:
+    """A private key block with no key in it: its body opens with something other than
+    base64 (``...``, ``<your key>``, nothing), or with a few characters cut short by an
+    ellipsis (``MIIE...``). Not the allow-list of other secrets: a key's body encodes zero
+    bytes as runs of ``A`` (every OpenSSH key's holds ``AAAAAA``) and its letters spell
+    ``todo`` or ``dummy`` by chance."""
+    parts = block.split("-----", 3)  # "", "BEGIN ... KEY", the body, what ends it
+    body = parts[2] if len(parts) > 2 else ""
+    lead = _PEM_BODY.match(body).group()  # (a match always, if only of "")
+    size = len("".join(lead.replace("\\", " ").split()))
+    cut_short = lead[-1:].isalnum() and body.startswith(("...", "\u2026"), len(lead))
+    return size == 0 or (size < 16 and cut_short)
+
+
 def is_placeholder(secret: str) -> bool:
     """Whether a would-be secret is a placeholder (the allow-list): ``ghp_xxxx...``,
-    ``YOUR_API_KEY``, ``AKIAIOSFODNN7EXAMPLE``, ``password: changeme``, ``********``."""
+    ``YOUR_API_KEY``, ``AKIAIOSFODNN7EXAMPLE``, ``password: changeme``, ``********``, a
+    private key block with no key in it."""
+    if secret.startswith("-----BEGIN"):
+        return _is_key_placeholder(secret)
     return _PLACEHOLDER.search(secret) is not None

@@ -19,7 +19,7 @@ import sqlite3
 #: price data. The entry point cannot compute it without importing the fold (some 100 ms);
 #: ``tests/cli/test_quick.py`` checks it is current (bump it with ``FOLD_VERSION``, the
 #: budget's defaults, the vendor or action map, and the pin of genai-prices).
-DEFAULT_FOLD_DIGEST = "08e61a69b884192c"
+DEFAULT_FOLD_DIGEST = "903f7bf4d320c4d7"
 
 #: A source read to its end, by its path: its size, modification time and fold digest.
 Known = dict[str, tuple[int, float, str]]
