@@ -39,6 +39,19 @@ DEFAULT_INTERVAL = 1.0  # seconds between two passes of --follow
 #: starting them and handing rows over cost what they save (measured on 2 cores: 1.1 MB
 #: 0.09 s either way, 4.5 MB 0.27-0.34 s against 0.31-0.36 s, 237 MB 7.4 s against 12.2 s).
 PARALLEL_MIN_BYTES = 4 * 1024 * 1024
+#: Workers at most (ledger.ingest.parallel): the writer writes a step in about 5.5 us and a
+#: worker folds one in about 8, so two workers keep it busy, and more would only take memory.
+MAX_JOBS = 2
+#: Lines folded at a time, then cleaned as the writer stores them: a worker's part of a batch
+#: (ledger.ingest.parallel, which says how it was chosen), and the ingest's own
+#: (ledger.ingest.ingester). Here, not there: an ingest that starts no worker never imports it.
+PART_LINES = 2_000
+
+
+def default_jobs() -> int:
+    """Workers by default: one per core, at most :data:`MAX_JOBS`; none on one core."""
+    cores = os.cpu_count() or 1
+    return 0 if cores < 2 else min(cores, MAX_JOBS)
 
 
 def hostname() -> str:

@@ -28,7 +28,7 @@ from ledger.core.fold import STEP_COLUMNS
 from ledger.db import connection
 from ledger.ingest import claims, parallel
 from ledger.ingest.ingester import Ingester, ingest
-from ledger.ingest.options import Options
+from ledger.ingest.options import Options, default_jobs
 from ledger.ingest.source import Folded, Output
 from ledger.ingest.summary import Summary
 from tests.corpus import write_ledgers
@@ -406,7 +406,7 @@ def test_default_jobs_is_one_worker_per_core_up_to_two(
     monkeypatch: pytest.MonkeyPatch, cores: int | None
 ) -> None:
     monkeypatch.setattr(os, "cpu_count", lambda: cores)
-    assert parallel.default_jobs() == {None: 0, 1: 0, 2: 2, 3: 2, 16: 2}[cores]
+    assert default_jobs() == {None: 0, 1: 0, 2: 2, 3: 2, 16: 2}[cores]
 
 
 class Label(str):
