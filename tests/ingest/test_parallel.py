@@ -18,7 +18,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -238,7 +237,7 @@ def test_a_claim_other_than_planned_is_folded_by_the_writer(
     def wrong_ids(
         conn: Any, files: list[Path], settings: claims.Settings
     ) -> list[claims.PlannedSource]:
-        return [replace(p, source_id=p.source_id + "-x") if p.path.name == "ledger-1.jsonl"
+        return [p._replace(source_id=p.source_id + "-x") if p.path.name == "ledger-1.jsonl"
                 else p for p in plan(conn, files, settings)]
 
     monkeypatch.setattr(claims, "plan", wrong_ids)
