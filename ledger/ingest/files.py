@@ -18,7 +18,6 @@ import hashlib
 import json
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from stat import S_ISBLK, S_ISCHR, S_ISDIR, S_ISFIFO, S_ISREG, S_ISSOCK
 from typing import BinaryIO
@@ -258,8 +257,10 @@ def _add(
         found[key] = (os.path.abspath(name), info)
 
 
-@dataclass(frozen=True)
-class FileInfo:
+class FileInfo(msgspec.Struct, frozen=True):
+    """What :func:`sniff` tells of a file. (The ingest's records are msgspec structs: a
+    dataclass costs every ingest's start 0.5 to 0.9 ms to make, a struct 0.02.)"""
+
     path: Path
     size: int
     mtime: float

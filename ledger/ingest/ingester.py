@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -41,9 +40,11 @@ from ledger.ingest.source import Cursor, Folded, SourceFold
 from ledger.ingest.summary import Summary
 from ledger.ingest.transaction import Transaction
 
-if TYPE_CHECKING:  # annotations only: ledger.db.connection imports it (without pandas);
-    # the workers' module and the copies' fold are imported where they are used (an ingest of
-    # a few new lines needs neither: some 5 ms of its start)
+if TYPE_CHECKING:  # annotations only: ledger.db.connection imports sqlite-utils (without
+    # pandas); the workers' module, the copies' fold and threading (--follow's event) are
+    # imported where they are used (an ingest of a few new lines needs none: some 5 ms)
+    import threading
+
     import sqlite_utils
 
     from ledger.ingest import copies, parallel
@@ -559,7 +560,10 @@ def follow(
     folders are picked up; paths that vanish (rotated away) are waited for. ``on_pass`` gets
     the summary so far after each pass; the summary returned covers every pass.
     """
-    stop = stop or threading.Event()
+    if stop is None:
+        import threading  # here: only following files waits on an event
+
+        stop = threading.Event()
     paths = list(paths)
     check_paths(paths)  # a missing path is an error before any database is made
     db = connection.connect(db_path)

@@ -7,8 +7,9 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
+
+from msgspec import Struct, field
 
 from ledger.config.action_map import default_action_map
 from ledger.config.prices import library_book
@@ -64,8 +65,10 @@ def hostname() -> str:
     return socket.gethostname()
 
 
-@dataclass
-class Options:
+class Options(Struct):
+    """(A msgspec struct, not a dataclass: an ingest's start makes it for a fiftieth of the
+    cost, see ledger.ingest.summary.)"""
+
     budget: Budget = field(default_factory=Budget)
     vendor_map: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_VENDOR_MAP))
     action_map: ActionMap = field(default_factory=default_action_map)

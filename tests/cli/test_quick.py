@@ -172,6 +172,7 @@ GROWN_LEAVES_OUT = {
     "socket": "--host's default (read from uname)",
     "tempfile": "the command line",
     "pickle": "workers (a message marshal cannot write)",
+    "threading": "--follow (the event that stops it)",
 }
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from msgspec.structs import replace
 
 from ledger.core.fold import STEP_COLUMNS
 from ledger.db import connection
@@ -237,7 +238,7 @@ def test_a_claim_other_than_planned_is_folded_by_the_writer(
     def wrong_ids(
         conn: Any, files: list[Path], settings: claims.Settings
     ) -> list[claims.PlannedSource]:
-        return [p._replace(source_id=p.source_id + "-x") if p.path.name == "ledger-1.jsonl"
+        return [replace(p, source_id=p.source_id + "-x") if p.path.name == "ledger-1.jsonl"
                 else p for p in plan(conn, files, settings)]
 
     monkeypatch.setattr(claims, "plan", wrong_ids)
