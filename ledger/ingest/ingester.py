@@ -196,14 +196,20 @@ class Ingester:
     # -- new files folded by workers (ledger.ingest.parallel) ------------------------------------
 
     def _start_workers(self, listed: list[Listed]) -> parallel.Workers | None:
-        """Workers for the files no ingest has seen, if there is enough of them to gain (not
-        even planned when all the files to read, new or not, hold less than that)."""
+        """Workers for the files no ingest has seen, if there is enough of them to gain: not
+        even planned when the files to read that are not this host's sources by their path
+        (which :func:`claims.plan` leaves out) hold less than that (grown files, however big,
+        start none)."""
         least = self.options.parallel_min_bytes
-        if self.options.jobs <= 0 or sum(stat.st_size for _, stat in listed) < least:
+        if self.options.jobs <= 0 or _bytes(listed) < least:
             return None
-        from ledger.ingest import parallel  # here: a few grown files never start a worker
+        known = sources.paths_of(self.db.conn, self.options.host)
+        unseen = [f for f in listed if f[0] not in known]
+        if _bytes(unseen) < least:
+            return None
+        from ledger.ingest import parallel  # here: an ingest of grown files never needs it
 
-        planned = claims.plan(self.db.conn, [Path(name) for name, _ in listed], self._settings)
+        planned = claims.plan(self.db.conn, [Path(name) for name, _ in unseen], self._settings)
         jobs = [
             parallel.Job(str(p.path), p.source_id, p.info.dialect, p.task_class,
                          p.info.fingerprint, p.info.size)
@@ -524,6 +530,10 @@ class Ingester:
         if message not in self._told:
             self._told.add(message)
             self.summary.notices.append(message)
+
+
+def _bytes(listed: list[Listed]) -> int:
+    return sum(stat.st_size for _, stat in listed)
 
 
 class _Refused(Exception):

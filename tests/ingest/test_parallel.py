@@ -596,3 +596,28 @@ def test_the_garbage_collector_leaves_what_workers_share_alone_while_they_work(
     counts = [int(n) for n in seen.read_text().split()]
     assert len(counts) == 4 and min(counts) > 1_000
     assert gc.get_freeze_count() == 0
+
+
+def test_files_this_host_has_read_are_never_planned_for_workers(
+    sample_db: Path, samples: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only files that are no source of this host by their path can go to a worker, so only
+    they are planned (a sniff each) and count towards PARALLEL_MIN_BYTES: a grown file, however
+    big, plans nothing and imports no worker's module."""
+    planned: list[list[str]] = []
+
+    def spy(conn: Any, files: list[Path], settings: claims.Settings) -> list[Any]:
+        planned.append(sorted(p.name for p in files))
+        return []
+
+    monkeypatch.setattr(claims, "plan", spy)
+    with (samples / "bugfix" / "night-run.jsonl").open("a") as f:
+        f.write('{"session": "s9", "type": "round"}\n')
+    options = Options(jobs=2, parallel_min_bytes=1)
+    assert ingest(sample_db, [samples], options).updated_files == 1
+    assert planned == []
+    (samples / "new.jsonl").write_text('{"session": "n1", "type": "round"}\n')
+    with (samples / "bugfix" / "night-run.jsonl").open("a") as f:
+        f.write('{"session": "s9", "type": "round"}\n')
+    assert ingest(sample_db, [samples], options).new_files == 1
+    assert planned == [["new.jsonl"]]
