@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 from ledger.core.budget import Budget, BudgetError
 
@@ -24,9 +25,10 @@ NEXT_STEP = (
 )
 
 
-@dataclass(frozen=True)
-class BudgetInForce:
-    """One budget sessions were folded under: its caps as text, and how many sessions."""
+class BudgetInForce(Struct, frozen=True):
+    """One budget sessions were folded under: its caps as text, and how many sessions (a
+    msgspec struct: an ingest's summary names it, and a frozen dataclass costs fifty times as
+    much to make)."""
 
     caps: str
     placeholder: bool

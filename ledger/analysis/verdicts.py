@@ -23,10 +23,11 @@ from __future__ import annotations
 import json
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from functools import lru_cache
 from operator import itemgetter
 from typing import Any
+
+from msgspec import Struct, field  # (records: an ingest makes them for a fiftieth of a dataclass)
 
 from ledger.core.actions import action_map_entry
 from ledger.core.budget import GATE, LOOP
@@ -62,8 +63,7 @@ class SettingsError(ValueError):
     """A tolerance or minimum that cannot be used."""
 
 
-@dataclass(frozen=True)
-class Settings:
+class Settings(Struct, frozen=True):
     """How strict the verdicts are.
 
     ``tolerance``: how many rounds (or steps) the replay may stop before the log's end and still
@@ -89,8 +89,7 @@ class Settings:
 # --- meters ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(Struct, frozen=True):
     """A stop rule of the budget, the cap that sets it, and the meter it needs.
 
     ``meters`` are alternatives: any one of them lets the rule be honoured.
@@ -308,8 +307,7 @@ _KEY = len(FACTS) - 2
 LISTED = 20  # session ids kept per group: the most any verdict row names
 
 
-@dataclass
-class Group:
+class Group(Struct):
     """Sessions of one task class alike in everything a verdict reads: how many, and the
     first ids (sorted) to name as examples.
 
@@ -361,8 +359,7 @@ def _first(groups: Iterable[Group], limit: int) -> list[str]:
 # --- meter coverage ----------------------------------------------------------------------
 
 
-@dataclass
-class Coverage:
+class Coverage(Struct):
     """One rule in force for a task class, and the sessions whose logs lack its meter."""
 
     task_class: str
@@ -422,8 +419,7 @@ def _examples(ids: Sequence[str], total: int, limit: int = EXAMPLES) -> str:
 # --- verdicts ----------------------------------------------------------------------------
 
 
-@dataclass
-class Verdicts:
+class Verdicts(Struct):
     """Everything one computation produces: the rows of the three verdict tables."""
 
     settings: Settings

@@ -22,8 +22,13 @@ from ledger.cli.options import EXIT_STRICT, fold_options, table
 from ledger.core.redact import redact_json
 from ledger.ingest.files import LedgerPathError
 from ledger.ingest.ingester import follow
-from ledger.ingest.options import DEFAULT_BATCH, DEFAULT_INTERVAL, Options, hostname
-from ledger.ingest.parallel import default_jobs
+from ledger.ingest.options import (
+    DEFAULT_BATCH,
+    DEFAULT_INTERVAL,
+    Options,
+    default_jobs,
+    hostname,
+)
 from ledger.ingest.summary import Summary
 
 

@@ -17,7 +17,6 @@ import time
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-from ledger.analysis.budget_in_force import budget_lines, of_budget
 from ledger.cli.quick import FILES_LINE, SESSIONS_LINE
 from ledger.core.budget import Budget
 from ledger.ingest.files import LedgerPathError
@@ -38,8 +37,7 @@ def plain_ingest(
     try:
         from ledger.cli.exit_codes import EXIT_STRICT
         from ledger.config.fold_options import OPTION_ERRORS, options_of
-        from ledger.ingest.options import DEFAULT_BATCH, hostname
-        from ledger.ingest.parallel import default_jobs
+        from ledger.ingest.options import DEFAULT_BATCH, default_jobs, hostname
 
         jobs, host = default_jobs(), hostname()  # click reads the defaults first
         try:
@@ -120,6 +118,8 @@ def report(summary: Summary, db_path: str, options: Options, as_json: bool) -> N
     for notice in summary.notices:
         echo(f"note: {notice}", err=True)
     if as_json:
+        from ledger.analysis.budget_in_force import of_budget  # (as in format_summary)
+
         budget = {"budget": of_budget(options.budget).to_dict()}
         echo(json.dumps({**summary.to_dict(), **budget}, indent=2))
     else:
@@ -148,6 +148,9 @@ def format_summary(summary: Summary, db_path: str, budget: Budget) -> str:
     if summary.stop_reasons:
         counted = ", ".join(f"{r} {n}" for r, n in sorted(summary.stop_reasons.items()))
         lines.append(f"stop reasons: {counted}")
+        # Here: only a summary that counts stops names the budget in force.
+        from ledger.analysis.budget_in_force import budget_lines, of_budget
+
         lines.extend(budget_lines([of_budget(budget)], db_path))
     if summary.redactions:
         lines.append(f"{summary.redactions} secrets redacted")

@@ -39,7 +39,7 @@ def verdict_options(func: F) -> F:
 def _verdicts(
     db_path: str, tolerance: int | None, min_sessions: int | None, write: bool
 ) -> Verdicts:
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     from ledger.db import connection, verdict_tables
 

@@ -62,6 +62,13 @@ def prefix_range(prefix: str) -> tuple[str, str] | None:
     return prefix, prefix[:-1] + chr(last)
 
 
+def paths_of(conn: sqlite3.Connection, host: str) -> set[str]:
+    """The paths of the sources ``host`` may continue (its own, and those of no host: see
+    :func:`ledger.ingest.claims.ours`)."""
+    rows = conn.execute("SELECT path FROM sources WHERE host IS NULL OR host = ?", (host,))
+    return {path for (path,) in rows}
+
+
 def load_state(conn: sqlite3.Connection, source_id: str, session_id: str) -> dict[str, Any] | None:
     """The resumable state of one session of ``source_id``, if an ingest saved it."""
     row = conn.execute(

@@ -79,17 +79,21 @@ from session_parity p join sessions s on s.session_id = p.session_id
 where p.session_id in ({marks})
 """
 
+#: (``{of_classes}``: nothing, for every class, or :data:`OF_CLASSES`, see :func:`_incidents`.)
 UNKNOWN_VENDOR_SQL = """
-select session_id, task_class, key from incidents where kind = 'unknown_vendor'
+select session_id, task_class, key from incidents where kind = 'unknown_vendor'{of_classes}
 order by session_id, start_idx
 """
 
 #: The tools the action map did not name, per session: one row each, with its calls.
 UNCLASSIFIED_SQL = """
 select session_id, task_class, key, count(*) as calls from incidents
-where kind = 'unclassified_tool'
+where kind = 'unclassified_tool'{of_classes}
 group by session_id, task_class, key order by session_id, key
 """
+
+#: Some classes' incidents only (a class is its ``task_class``, NULL as empty: task_class_of).
+OF_CLASSES = " and ifnull(task_class, '') in ({marks})"
 
 CHUNK = 500  # ids per "IN (...)" list
 
@@ -122,8 +126,8 @@ def compute_from(conn: sqlite3.Connection, settings: Settings | None = None) -> 
     """Verdicts over the database as it stands, without writing anything."""
     settings = settings or stored_settings(conn)
     sessions = list(_dicts(conn.execute(SESSIONS_SQL + "order by s.session_id")))
-    return compute(sessions, _dicts(conn.execute(UNKNOWN_VENDOR_SQL)), settings,
-                   _dicts(conn.execute(UNCLASSIFIED_SQL)))
+    return compute(sessions, _dicts(conn.execute(UNKNOWN_VENDOR_SQL.format(of_classes=""))),
+                   settings, _dicts(conn.execute(UNCLASSIFIED_SQL.format(of_classes=""))))
 
 
 def refresh(db: sqlite_utils.Database, settings: Settings | None = None) -> Verdicts:
@@ -293,8 +297,8 @@ def _judge(
     """Rewrite the coverage and verdict of each class in ``classes`` from its stored parity,
     one class at a time (memory holds its groups, not its sessions); yields each part.
     ``unchanged_kept``: a class whose rows would be written as they are stored is left."""
-    unknown = by_task_class(_dicts(conn.execute(UNKNOWN_VENDOR_SQL)))
-    tools = by_task_class(_dicts(conn.execute(UNCLASSIFIED_SQL)))
+    unknown = _incidents(conn, UNKNOWN_VENDOR_SQL, classes)
+    tools = _incidents(conn, UNCLASSIFIED_SQL, classes)
     for cls in sorted(classes):
         groups = stored_groups(conn, cls)
         part = Verdicts(settings)
@@ -310,6 +314,19 @@ def _judge(
             writes.replace_all(conn, table, rows, keep=True)
         if groups:
             yield part
+
+
+def _incidents(
+    conn: sqlite3.Connection, sql: str, classes: set[str]
+) -> dict[str, list[dict[str, Any]]]:
+    """The incidents ``sql`` reads, by task class: of ``classes`` alone when they are a chunk
+    or fewer (after an ingest, the classes of its sessions: not every incident of the
+    database read each time), else of every class."""
+    if len(classes) > CHUNK:
+        return by_task_class(_dicts(conn.execute(sql.format(of_classes=""))))
+    marks = ", ".join("?" for _ in classes)
+    where = OF_CLASSES.format(marks=marks)
+    return by_task_class(_dicts(conn.execute(sql.format(of_classes=where), sorted(classes))))
 
 
 def _stored_as(conn: sqlite3.Connection, table: str, cls: str, rows: list[dict[str, Any]]) -> bool:

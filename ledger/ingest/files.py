@@ -18,7 +18,6 @@ import hashlib
 import json
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from stat import S_ISBLK, S_ISCHR, S_ISDIR, S_ISFIFO, S_ISREG, S_ISSOCK
 from typing import BinaryIO
@@ -93,7 +92,21 @@ def discover(
     ``folder``. A path given that does not exist is a :class:`LedgerPathError`, unless
     ``missing_ok`` (follow mode, after the first pass: a file rotated away, for now).
     """
-    found: dict[tuple[int, int], Path] = {}  # by (device, inode): links are one file
+    return [Path(name) for name, _ in listing(paths, missing_ok, skip, folder)]
+
+
+#: A file :func:`listing` found: its absolute name and the stat it was found with.
+Listed = tuple[str, os.stat_result]
+
+
+def listing(
+    paths: Iterable[str | Path], missing_ok: bool = False, skip: Tell = _quiet,
+    folder: Tell = _quiet,
+) -> list[Listed]:
+    """The files :func:`discover` finds, in its order, as names with their stats: an ingest
+    tells the files it has nothing to read in from these (:mod:`ledger.ingest.unchanged`),
+    with no second stat and no path made for them."""
+    found: dict[tuple[int, int], Listed] = {}  # by (device, inode): links are one file
     for given in paths:  # (a Path made only where one is told: 500 files named cost 2 ms)
         try:
             info = os.stat(given)
@@ -222,7 +235,7 @@ def shown(path: Path) -> str:
 
 
 def _add(
-    found: dict[tuple[int, int], Path], name: str | Path, skip: Tell,
+    found: dict[tuple[int, int], Listed], name: str | Path, skip: Tell,
     info: os.stat_result | None = None,
 ) -> None:
     """Add the regular file ``name`` (its ``info`` if it was just stat'ed), once per file."""
@@ -241,11 +254,13 @@ def _add(
     # Absolute: the sources table knows a file by its path, whatever folder ingest runs from.
     key = (info.st_dev, info.st_ino)
     if key not in found:
-        found[key] = Path(os.path.abspath(name))
+        found[key] = (os.path.abspath(name), info)
 
 
-@dataclass(frozen=True)
-class FileInfo:
+class FileInfo(msgspec.Struct, frozen=True):
+    """What :func:`sniff` tells of a file. (The ingest's records are msgspec structs: a
+    dataclass costs every ingest's start 0.5 to 0.9 ms to make, a struct 0.02.)"""
+
     path: Path
     size: int
     mtime: float

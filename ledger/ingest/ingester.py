@@ -10,23 +10,22 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ledger.core.fold import Session
 from ledger.db import connection, family_stops, sources, verdict_tables, writes
 from ledger.formats.detect import DOCUMENTS
-from ledger.ingest import claims, copies, parallel, unchanged
+from ledger.ingest import claims, unchanged
 from ledger.ingest.bulk import bulk_work
 from ledger.ingest.files import (
     FileInfo,
     Line,
+    Listed,
     check_paths,
-    discover,
+    listing,
     open_file,
     read_lines,
     shown,
@@ -36,13 +35,19 @@ from ledger.ingest.files import (
     unread,
     why,
 )
-from ledger.ingest.options import DEFAULT_INTERVAL, Options, Progress
+from ledger.ingest.options import DEFAULT_INTERVAL, PART_LINES, Options, Progress
 from ledger.ingest.source import Cursor, Folded, SourceFold
 from ledger.ingest.summary import Summary
 from ledger.ingest.transaction import Transaction
 
-if TYPE_CHECKING:  # annotations only: ledger.db.connection imports it (without pandas)
+if TYPE_CHECKING:  # annotations only: ledger.db.connection imports sqlite-utils (without
+    # pandas); the workers' module, the copies' fold and threading (--follow's event) are
+    # imported where they are used (an ingest of a few new lines needs none: some 5 ms)
+    import threading
+
     import sqlite_utils
+
+    from ledger.ingest import copies, parallel
 
 
 class Ingester:
@@ -77,25 +82,25 @@ class Ingester:
         self._forgot = False
         self._settings = claims.Settings(self.options)
         before = (self.summary.new_files, self.summary.updated_files)
-        files = self._storable(discover(paths, missing_ok, self._skip, self._tell))
-        idle = self._idle(files)
+        listed = self._storable(listing(paths, missing_ok, self._skip, self._tell))
+        idle = self._idle(listed)
         with bulk_work():
-            self._workers = self._start_workers([p for p in files if p not in idle])
+            self._workers = self._start_workers([f for f in listed if f[0] not in idle])
             try:
-                for path in files:
+                for name, _ in listed:
                     if self.should_stop():
                         break
                     try:
-                        if path in idle:
+                        if name in idle:
                             self.summary.files += 1
                             self.summary.unchanged_files += 1
-                            self.progress(idle[path])
+                            self.progress(idle[name])
                         else:
-                            self._ingest_file(path)
+                            self._ingest_file(Path(name))
                     except FileNotFoundError:
                         pass  # gone since it was listed (rotated away): nothing to read
                     except OSError as exc:  # unreadable, or no longer a regular file
-                        self._skip(path, why(exc))
+                        self._skip(name, why(exc))
             except BaseException:
                 self._tx.end("ROLLBACK")
                 raise
@@ -118,22 +123,17 @@ class Ingester:
         )
         return self.summary
 
-    def _idle(self, files: list[Path]) -> dict[Path, int]:
+    def _idle(self, listed: list[Listed]) -> dict[str, int]:
         """The files with nothing to read (sources read to their end, untouched since, under
-        these fold settings), and their sizes: one query and a stat each, so a pass costs
-        what its new lines cost, however many files are only counted
+        these fold settings), and their sizes: one query, and the stat each was listed with,
+        so a pass costs what its new lines cost, however many files are only counted
         (:mod:`ledger.ingest.unchanged`)."""
         known = unchanged.read_to_end(self.db.conn)
         digest = self._settings.digest
-        idle = {}
-        for path in files:
-            try:
-                stat = os.stat(path)
-            except OSError:
-                continue  # told when its turn comes
-            if unchanged.is_unchanged(known, str(path), stat, digest):
-                idle[path] = stat.st_size
-        return idle
+        return {
+            name: stat.st_size for name, stat in listed
+            if unchanged.is_unchanged(known, name, stat, digest)
+        }
 
     def _forget(self, conn: Any, source_id: str) -> None:
         """Delete what came from a source; the verdicts then need a full recomputation."""
@@ -195,17 +195,27 @@ class Ingester:
 
     # -- new files folded by workers (ledger.ingest.parallel) ------------------------------------
 
-    def _start_workers(self, files: list[Path]) -> parallel.Workers | None:
-        """Workers for the files no ingest has seen, if there is enough of them to gain."""
-        planned = (
-            claims.plan(self.db.conn, files, self._settings) if self.options.jobs > 0 else []
-        )
+    def _start_workers(self, listed: list[Listed]) -> parallel.Workers | None:
+        """Workers for the files no ingest has seen, if there is enough of them to gain: not
+        even planned when the files to read that are not this host's sources by their path
+        (which :func:`claims.plan` leaves out) hold less than that (grown files, however big,
+        start none)."""
+        least = self.options.parallel_min_bytes
+        if self.options.jobs <= 0 or _bytes(listed) < least:
+            return None
+        known = sources.paths_of(self.db.conn, self.options.host)
+        unseen = [f for f in listed if f[0] not in known]
+        if _bytes(unseen) < least:
+            return None
+        from ledger.ingest import parallel  # here: an ingest of grown files never needs it
+
+        planned = claims.plan(self.db.conn, [Path(name) for name, _ in unseen], self._settings)
         jobs = [
             parallel.Job(str(p.path), p.source_id, p.info.dialect, p.task_class,
                          p.info.fingerprint, p.info.size)
             for p in planned
         ]
-        if len(jobs) < 2 or sum(j.size for j in jobs) < self.options.parallel_min_bytes:
+        if len(jobs) < 2 or sum(j.size for j in jobs) < least:
             return None
         self._jobs = {job.path: job for job in jobs}
         db_file = self.db.conn.execute("PRAGMA database_list").fetchone()[2]
@@ -232,6 +242,8 @@ class Ingester:
         """Write a worker's batches as :meth:`_ingest_lines` would have folded them, each in one
         unit with its parts, checking first what the worker could not know; where that fails,
         go on here from the last batch written."""
+        from ledger.ingest import parallel  # (imported already: its workers sent these)
+
         try:
             for message in batches:
                 if self.should_stop():
@@ -279,7 +291,9 @@ class Ingester:
     def _check_owners(conn: Any, owners: dict[str, str | None], absent: set[str]) -> None:
         """Refuse a batch folded on owners that are no longer so; add to ``absent`` the
         sessions found to have none (no ``sessions`` row: nothing to take out of the rollup)."""
-        if not parallel.owners_hold(conn, owners):
+        from ledger.ingest.parallel import owners_hold  # (imported already, as above)
+
+        if not owners_hold(conn, owners):
             raise _Refused
         absent.update(sid for sid, owner in owners.items() if owner is None)
 
@@ -366,6 +380,8 @@ class Ingester:
                 paths.update(dict.fromkeys(
                     [row["path"], *writes.forget_source(conn, each, self._tx.rollup)]
                 ))
+        from ledger.ingest import copies  # here: only a piece of a shared session needs it
+
         pieces = self._pieces(conn, paths)
         self._notice(f"{path}: a piece of a session other files hold too: "
                      f"{len(pieces)} files folded again as one transcript")
@@ -393,6 +409,8 @@ class Ingester:
     def _pieces(self, conn: Any, paths: Iterable[str]) -> list[copies.Piece]:
         """The forgotten files of one dialect, claimed again and read whole (any other is
         read again from the start when next ingested)."""
+        from ledger.ingest import copies  # (as in _fold_copies)
+
         pieces: list[copies.Piece] = []
         for each in paths:
             try:
@@ -482,19 +500,19 @@ class Ingester:
         if unknown:
             self.summary.unknown_records.setdefault(path, Counter()).update(unknown)
 
-    def _storable(self, files: list[Path]) -> list[Path]:
+    def _storable(self, listed: list[Listed]) -> list[Listed]:
         """The files whose path the database can keep; the others are skipped, each with a
         notice (its lines cannot be traced back to a file the database cannot name)."""
         kept = []
-        for path in files:
-            if storable(path):
-                kept.append(path)
+        for each in listed:
+            if storable(each[0]):
+                kept.append(each)
             else:
-                self._skip(path, "the path is not valid UTF-8, which the database cannot store",
+                self._skip(each[0], "the path is not valid UTF-8, which the database cannot store",
                            advice=" (rename the file to ingest it)")
         return kept
 
-    def _skip(self, path: Path, reason: str, advice: str = "") -> None:
+    def _skip(self, path: str | Path, reason: str, advice: str = "") -> None:
         """A file left unread: a notice naming it (absolute, as ``sources`` would) and why,
         and in ``summary.skipped``."""
         name = shown(Path(os.path.abspath(path)))
@@ -514,18 +532,21 @@ class Ingester:
             self.summary.notices.append(message)
 
 
+def _bytes(listed: list[Listed]) -> int:
+    return sum(stat.st_size for _, stat in listed)
+
+
 class _Refused(Exception):
     """A worker's batch folded on a session owner that is no longer so (see _ingest_ahead)."""
 
 
-@dataclass
 class _Tally:
-    """What the parts of a batch added, counted into the summary once the batch is written."""
+    """What the parts of a batch added, counted into the summary once the batch is written
+    (a plain class: a dataclass costs the import of every ingest some 0.5 ms to make)."""
 
-    steps: int = 0
-    errors: int = 0
-    redactions: int = 0
-    unknown: Counter[str] = field(default_factory=Counter)
+    def __init__(self) -> None:
+        self.steps = self.errors = self.redactions = 0
+        self.unknown: Counter[str] = Counter()
 
     def add(self, out: Any, redactions: int) -> None:
         self.steps += len(out.steps)
@@ -549,7 +570,10 @@ def follow(
     folders are picked up; paths that vanish (rotated away) are waited for. ``on_pass`` gets
     the summary so far after each pass; the summary returned covers every pass.
     """
-    stop = stop or threading.Event()
+    if stop is None:
+        import threading  # here: only following files waits on an event
+
+        stop = threading.Event()
     paths = list(paths)
     check_paths(paths)  # a missing path is an error before any database is made
     db = connection.connect(db_path)
@@ -574,9 +598,9 @@ def _fold_stored(fold: SourceFold, lines: list[Line], max_line: int) -> None:
     memo of redactions holds fewer texts than a batch has lines, so cleaning a whole batch's
     rows at the write redacted most of its texts a second time when they all differ."""
     steps = fold.out.steps
-    for start in range(0, len(lines), parallel.PART_LINES):
+    for start in range(0, len(lines), PART_LINES):
         done = len(steps)
-        fold.feed_lines(lines[start:start + parallel.PART_LINES], max_line)
+        fold.feed_lines(lines[start:start + PART_LINES], max_line)
         steps[done:] = writes.stored_rows(steps[done:])
 
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
+
+from msgspec import Struct, field
 
 from ledger.config.action_map import default_action_map
 from ledger.config.prices import library_book
@@ -41,6 +42,19 @@ DEFAULT_INTERVAL = 1.0  # seconds between two passes of --follow
 #: starting them and handing rows over cost what they save (measured on 2 cores: 1.1 MB
 #: 0.09 s either way, 4.5 MB 0.27-0.34 s against 0.31-0.36 s, 237 MB 7.4 s against 12.2 s).
 PARALLEL_MIN_BYTES = 4 * 1024 * 1024
+#: Workers at most (ledger.ingest.parallel): the writer writes a step in about 5.5 us and a
+#: worker folds one in about 8, so two workers keep it busy, and more would only take memory.
+MAX_JOBS = 2
+#: Lines folded at a time, then cleaned as the writer stores them: a worker's part of a batch
+#: (ledger.ingest.parallel, which says how it was chosen), and the ingest's own
+#: (ledger.ingest.ingester). Here, not there: an ingest that starts no worker never imports it.
+PART_LINES = 2_000
+
+
+def default_jobs() -> int:
+    """Workers by default: one per core, at most :data:`MAX_JOBS`; none on one core."""
+    cores = os.cpu_count() or 1
+    return 0 if cores < 2 else min(cores, MAX_JOBS)
 
 
 def hostname() -> str:
@@ -53,8 +67,10 @@ def hostname() -> str:
     return socket.gethostname()
 
 
-@dataclass
-class Options:
+class Options(Struct):
+    """(A msgspec struct, not a dataclass: an ingest's start makes it for a fiftieth of the
+    cost, see ledger.ingest.summary.)"""
+
     budget: Budget = field(default_factory=Budget)
     vendor_map: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_VENDOR_MAP))
     action_map: ActionMap = field(default_factory=default_action_map)

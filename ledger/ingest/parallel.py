@@ -46,7 +46,7 @@ from ledger.formats.detect import DOCUMENTS
 from ledger.ingest.bulk import bulk_work
 from ledger.ingest.files import read_lines, tail_hash
 from ledger.ingest.memory import give_back
-from ledger.ingest.options import Options
+from ledger.ingest.options import PART_LINES, Options
 from ledger.ingest.source import Cursor, Folded, Output, SharedSession, SourceFold
 
 if TYPE_CHECKING:  # multiprocessing is imported when workers start (an ingest of a few new
@@ -54,9 +54,6 @@ if TYPE_CHECKING:  # multiprocessing is imported when workers start (an ingest o
     from multiprocessing.connection import Connection
 
 START_METHOD = "fork" if sys.platform == "linux" else "spawn"  # see above
-#: The writer writes a step in about 5.5 us and a worker folds one in about 8: two workers
-#: keep it busy, and more would only take memory.
-MAX_JOBS = 2
 #: Lines a worker folds and sends at a time (a part of a batch; a batch is still committed
 #: whole, with its sessions' state), and messages it may have sent ahead of the writer, as
 #: bytes: while the writer writes one worker's file, the others fold on into that queue. The
@@ -64,8 +61,9 @@ MAX_JOBS = 2
 #: 16 queued, 100 MB; 4,000 and 8, 90 MB; 4,000 and 4, 84 MB; 2,000 and 8, 73-75 MB. At 1M
 #: events, whole batches and nothing queued, 124 MB; 4,000 and nothing queued (a worker waits
 #: for the writer after each part), 69 MB but 9.0-9.1 s instead of 7.3. 2,000 and 8 took
-#: 7.40-7.66 s against 7.22-7.76 s for 4,000 and 16 (three runs each, alternated).
-PART_LINES = 2_000
+#: 7.40-7.66 s against 7.22-7.76 s for 4,000 and 16 (three runs each, alternated). The
+#: lines are PART_LINES, kept in ledger.ingest.options (an ingest that starts no worker never
+#: imports this module).
 QUEUED = 8
 #: A part also ends once its lines hold this many bytes (the line that passes it included).
 #: Real logs have lines of 1 to 145 KB, so 2,000 of them were a whole file of up to 4 MB,
@@ -78,12 +76,6 @@ PART_BYTES = 256 * 1024
 # holds anything marshal cannot write), the end of a file, or a file the worker could not fold.
 _MARSHALLED, _PICKLED, _DONE, _FAILED = b"M", b"P", b"D", b"F"
 _MESSAGES = (_MARSHALLED, _PICKLED)
-
-
-def default_jobs() -> int:
-    """Workers by default: one per core, at most :data:`MAX_JOBS`; none on one core."""
-    cores = os.cpu_count() or 1
-    return 0 if cores < 2 else min(cores, MAX_JOBS)
 
 
 @dataclass(frozen=True)

@@ -121,17 +121,18 @@ class Cursor:
             return asdict(self)
 
 
-@dataclass
-class Output:
-    steps: list[StepRow] = field(default_factory=list)  # values in STEP_COLUMNS order
-    incidents: list[dict[str, Any]] = field(default_factory=list)
-    errors: list[dict[str, Any]] = field(default_factory=list)
-    unknown: Counter[str] = field(default_factory=Counter)
-    notes: list[str] = field(default_factory=list)  # for the ingest's notices (ids cut)
+class Output(msgspec.Struct):
+    """A fold's rows (its records, as Folded, are msgspec structs: an ingest's start makes them
+    for a fiftieth of a dataclass; the cursor stays one, copied by ``asdict``)."""
+
+    steps: list[StepRow] = msgspec.field(default_factory=list)  # values in STEP_COLUMNS order
+    incidents: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    errors: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    unknown: Counter[str] = msgspec.field(default_factory=Counter)
+    notes: list[str] = msgspec.field(default_factory=list)  # for the ingest's notices (ids cut)
 
 
-@dataclass
-class Folded:
+class Folded(msgspec.Struct):
     """What the lines fed since the last take folded into, as the store writes it: the rows,
     and the touched sessions' rows, resumable state and the cursor. Plain data, so a worker
     process can fold and hand it to the process that writes (:mod:`ledger.ingest.parallel`)."""
@@ -141,9 +142,9 @@ class Folded:
     states: list[tuple[str, str, str]]  # session id, source id, resumable state as JSON
     cursor: dict[str, Any]
     #: (source id, session id): the sources that joined a session another source owns
-    shared: list[tuple[str, str]] = field(default_factory=list)
+    shared: list[tuple[str, str]] = msgspec.field(default_factory=list)
     #: Sessions to fold again from all their files (see :attr:`SourceFold.refold`)
-    refold: list[str] = field(default_factory=list)
+    refold: list[str] = msgspec.field(default_factory=list)
 
 
 class SourceFold:

@@ -159,6 +159,38 @@ def test_the_quick_answer_imports_no_command_line(
     assert loaded.isdisjoint(heavy), loaded & set(heavy)
 
 
+#: What a plain ingest of a few new lines in a known file leaves unimported, and what would
+#: import it: its start is most of its time, so it imports what its lines need (issue 22).
+GROWN_LEAVES_OUT = {
+    "click": "the command line (the plain ingest prints its summary itself)",
+    "sqlite_utils": "a migration to apply",
+    "ledger.ingest.parallel": "workers, for new files of PARALLEL_MIN_BYTES or more",
+    "multiprocessing": "workers",
+    "ledger.ingest.memory": "workers (what is given back before they fork)",
+    "ledger.ingest.copies": "a piece of a transcript that other files hold too",
+    "ledger.core.family": "family stops (subagents_count_in_parent)",
+    "socket": "--host's default (read from uname)",
+    "tempfile": "the command line",
+    "pickle": "workers (a message marshal cannot write)",
+    "threading": "--follow (the event that stops it)",
+}
+
+
+def test_a_grown_ingest_imports_only_what_its_lines_need(ingested: tuple[Path, Path]) -> None:
+    db, folder = ingested
+    _grow(folder)
+    code, out, err = run(
+        SCRIPT.replace("sys.exit(main())", "code = main()\n"
+                       "print(sorted(sys.modules), file=sys.stderr)\nsys.exit(code)"),
+        "ingest", db, folder,
+    )
+    assert (code, out.splitlines()[0]) == (0, "7 files (0 new, 1 grown, 6 unchanged), 1 lines read")
+    loaded = set(json.loads(err.splitlines()[-1].replace("'", '"')))
+    assert {"ledger.core.fold", "ledger.ingest.ingester"} <= loaded  # (what it does need)
+    imported = {name: why for name, why in GROWN_LEAVES_OUT.items() if name in loaded}
+    assert imported == {}
+
+
 @pytest.mark.parametrize("argv", [
     [], ["ingest"], ["ingest", "db"], ["--help"], ["ingest", "--help"], ["ingest", "-h", "x"],
     ["serve", "db", "x"], ["ingest", "db", "x", "--json"], ["ingest", "db", "-"],

@@ -30,6 +30,7 @@ from typing import Any
 import pytest
 
 from ledger.core.ids import ID_MAX, bounded
+from ledger.ingest.files import Listed
 from ledger.ingest.ingester import ingest
 from ledger.ingest.options import Options
 from tests.helpers import FIXTURES, dump, refuse_to_open, rows
@@ -533,15 +534,15 @@ def test_a_file_that_becomes_a_fifo_after_it_was_listed_is_skipped_without_block
     good, swapped = tmp_path / "good.jsonl", tmp_path / "swapped.jsonl"
     good.write_text(native_line("good"))
     swapped.write_text(native_line("swapped"))
-    discover = ingester.discover
+    listing = ingester.listing
 
-    def listed_then_swapped(*args: Any) -> list[Path]:
-        found = discover(*args)
+    def listed_then_swapped(*args: Any) -> list[Listed]:
+        found = listing(*args)
         swapped.unlink()
         os.mkfifo(swapped)
         return found
 
-    monkeypatch.setattr(ingester, "discover", listed_then_swapped)
+    monkeypatch.setattr(ingester, "listing", listed_then_swapped)
     summary = within(20, lambda: ingest(tmp_path / "l.db", [tmp_path]))
     assert summary.skipped == {str(swapped): "a named pipe (FIFO), not a regular file"}
     assert sessions_of(tmp_path / "l.db") == {"good"}

@@ -18,17 +18,17 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
+from msgspec.structs import replace
 
 from ledger.core.fold import STEP_COLUMNS
 from ledger.db import connection
 from ledger.ingest import claims, parallel
 from ledger.ingest.ingester import Ingester, ingest
-from ledger.ingest.options import Options
+from ledger.ingest.options import Options, default_jobs
 from ledger.ingest.source import Folded, Output
 from ledger.ingest.summary import Summary
 from tests.corpus import write_ledgers
@@ -406,7 +406,7 @@ def test_default_jobs_is_one_worker_per_core_up_to_two(
     monkeypatch: pytest.MonkeyPatch, cores: int | None
 ) -> None:
     monkeypatch.setattr(os, "cpu_count", lambda: cores)
-    assert parallel.default_jobs() == {None: 0, 1: 0, 2: 2, 3: 2, 16: 2}[cores]
+    assert default_jobs() == {None: 0, 1: 0, 2: 2, 3: 2, 16: 2}[cores]
 
 
 class Label(str):
@@ -596,3 +596,28 @@ def test_the_garbage_collector_leaves_what_workers_share_alone_while_they_work(
     counts = [int(n) for n in seen.read_text().split()]
     assert len(counts) == 4 and min(counts) > 1_000
     assert gc.get_freeze_count() == 0
+
+
+def test_files_this_host_has_read_are_never_planned_for_workers(
+    sample_db: Path, samples: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only files that are no source of this host by their path can go to a worker, so only
+    they are planned (a sniff each) and count towards PARALLEL_MIN_BYTES: a grown file, however
+    big, plans nothing and imports no worker's module."""
+    planned: list[list[str]] = []
+
+    def spy(conn: Any, files: list[Path], settings: claims.Settings) -> list[Any]:
+        planned.append(sorted(p.name for p in files))
+        return []
+
+    monkeypatch.setattr(claims, "plan", spy)
+    with (samples / "bugfix" / "night-run.jsonl").open("a") as f:
+        f.write('{"session": "s9", "type": "round"}\n')
+    options = Options(jobs=2, parallel_min_bytes=1)
+    assert ingest(sample_db, [samples], options).updated_files == 1
+    assert planned == []
+    (samples / "new.jsonl").write_text('{"session": "n1", "type": "round"}\n')
+    with (samples / "bugfix" / "night-run.jsonl").open("a") as f:
+        f.write('{"session": "s9", "type": "round"}\n')
+    assert ingest(sample_db, [samples], options).new_files == 1
+    assert planned == [["new.jsonl"]]

@@ -156,7 +156,7 @@ def test_with_the_key_off_each_session_counts_alone(make: Any, tmp_path: Path) -
     ingest(db, list(files), options)
     assert rows(db, "select * from family_stops") == []
     # turned on, the next ingest works the families out; turned off again, they go
-    ingest(db, list(files), replace(options, subagents_count_in_parent=True))
+    ingest(db, list(files), Options(budget=options.budget, subagents_count_in_parent=True))
     assert [r["stop_reason"] for r in rows(db, "select stop_reason from family_stops")] == [
         "max_steps"]
     ingest(db, list(files), options)
