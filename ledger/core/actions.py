@@ -346,7 +346,7 @@ def _simple_commands(text: str) -> list[list[str]] | None:
             return None
         elif token in INPUT_REDIRECTS:
             i += 0 if i + 1 < len(tokens) and tokens[i + 1] == "(" else 1
-        elif set(token) <= set("<>&|") and ">" in token:
+        elif ">" in token and set(token) <= _REDIRECTING:
             current = parts[-1]
             if current and current[-1].isdigit():
                 current.pop()  # the file descriptor of 2>
@@ -370,6 +370,7 @@ _QUOTED = r"'[^']*+'|\"(?:[^\"\\]|\\.)*+\"|\\."
 _TOKEN = re.compile(
     rf"[ \t\r]*+(?:((?:{_UNQUOTED}|{_QUOTED})++)|([{re.escape(_PUNCTUATION)}]++))", re.DOTALL
 )
+_REDIRECTING = frozenset("<>&|")  # the characters of a redirect's operator
 _OPERATOR_RUN = re.compile(f"[{re.escape(_PUNCTUATION)}]+")
 _BLANK = re.compile(r"[ \t\r]*+\Z")
 _QUOTING = re.compile(r"'([^']*+)'|\"((?:[^\"\\]|\\.)*+)\"|\\(.)", re.DOTALL)
@@ -414,8 +415,8 @@ def _unquoted(part: re.Match[str]) -> str:
 def _operators(token: str) -> list[str]:
     """A run of operator characters (the lexer gives ``&&(`` as one token) as its operators;
     any other token as it is."""
-    if _OPERATOR_RUN.fullmatch(token) is None:
-        return [token]
+    if not token or token[0] not in _PUNCTUATION or _OPERATOR_RUN.fullmatch(token) is None:
+        return [token]  # (a word, told by its first character for most: no regex call)
     found = []
     while token:
         operator = next(op for op in OPERATORS if token.startswith(op))

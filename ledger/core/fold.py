@@ -237,6 +237,8 @@ class Fold:
             fam: Machine(budget, fam, vendor_map)
             for fam in {families_for(d) for d in ("native", TRACE, GATE_DIALECT)}
         }
+        #: Each dialect's machine, filled in as dialects are met (an imported dialect is not
+        #: one of the seeds': looking its families up again cost a frozenset per event).
         self._machine_of = {d: self._machines[families_for(d)] for d in DIALECTS}
 
     def new_session(self, session_id: str, **kwargs: Any) -> Session:
@@ -288,7 +290,7 @@ class Fold:
         model = event.model  # as logged (a continuation of a round names none)
         if event.action == ROUND and not event.same_round:
             session.round_model = model
-        if self.prices is not None:
+        if self.prices is not None and event.action == ROUND:  # (only rounds are priced)
             self._price(session, event)
         if event.unclassified:
             session.unclassified += 1
@@ -302,7 +304,9 @@ class Fold:
                 session.meters = sorted(carried.union(session.meters), key=METERS.index)
         machine = self._machine_of.get(session.dialect)
         if machine is None:
-            machine = self._machines[families_for(session.dialect)]
+            machine = self._machine_of[session.dialect] = self._machines[
+                families_for(session.dialect)
+            ]
         reason = machine.advance(state, event)
         if reason is not None:  # the detail may quote the vendor stop string
             state.stop_detail = self.clean(session, state.stop_detail)

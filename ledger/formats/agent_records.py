@@ -134,7 +134,7 @@ def whole(value: Any) -> int | None:
 
 def digest(*parts: Any) -> str:
     """An observation: the hash of a tool call and its result, never the text itself."""
-    return observation_hash("\x1f".join(p if isinstance(p, str) else repr(p) for p in parts))
+    return observation_hash("\x1f".join([p if isinstance(p, str) else repr(p) for p in parts]))
 
 
 def excerpt(text: str) -> str:

@@ -103,6 +103,7 @@ USAGE_FIELDS = (
     ("cache_creation_tokens", "cache_creation_input_tokens"),
     ("cache_read_tokens", "cache_read_input_tokens"),
 )
+_COUNTS = tuple(name for name, _ in USAGE_FIELDS)
 TOOLS_MAX = 512
 CHAINS_MAX = 512
 
@@ -139,8 +140,12 @@ def read(value: Any, state: dict[str, Any], fallback: str, actions: ActionMap) -
 
 
 def _reader(state: dict[str, Any], session: str) -> dict[str, Any]:
-    """A session's reader state."""
-    return state.setdefault(session, {"round": None, "counted": {}, "seen": {}, "tools": {}})
+    """A session's reader state (not ``setdefault``: its default, four dicts, was made on
+    every line)."""
+    mine = state.get(session)
+    if mine is None:
+        mine = state[session] = {"round": None, "counted": {}, "seen": {}, "tools": {}}
+    return mine
 
 
 def _session(obj: dict[str, Any], state: dict[str, Any]) -> tuple[str, str | None]:
@@ -260,8 +265,12 @@ def _usage_growth(usage: Any, mine: dict[str, Any]) -> dict[str, int | None]:
     line lacks is None."""
     counted = mine["counted"]
     added: dict[str, int | None] = {}
+    if not isinstance(usage, dict):
+        return dict.fromkeys(_COUNTS)
     for name, field in USAGE_FIELDS:
-        value = whole(usage.get(field)) if isinstance(usage, dict) else None
+        value = usage.get(field)
+        if type(value) is not int or value < 0:  # (a count as it nearly always is: no call)
+            value = whole(value)
         if value is None:
             added[name] = None
             continue

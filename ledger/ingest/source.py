@@ -465,7 +465,8 @@ class SourceFold:
                 return True
             keys[key] = session.state.events + 1  # the index of the step it will be
         recent[key] = 0
-        bounded(recent, RECENT_KEYS)
+        if len(recent) > RECENT_KEYS:
+            bounded(recent, RECENT_KEYS)
         return False
 
     # -- whole documents ---------------------------------------------------------------------

@@ -91,6 +91,22 @@ def test_usage_is_taken_once_per_response_the_fullest(fold) -> None:
     assert (session(db)["rounds"], session(db)["output_tokens"]) == (2, 106)
 
 
+@pytest.mark.parametrize(("count", "taken"), [
+    (7, 7), (0, 0), ("12", 12), (-3, None), (True, None), (2.0, None), ("x", None), (None, None),
+])
+def test_a_usage_count_is_a_whole_number_or_none(fold, count: Any, taken: int | None) -> None:
+    line = assistant("m1")
+    line["message"]["usage"] = {"input_tokens": 3, "output_tokens": count}
+    assert [r["output_tokens"] for r in steps(fold([line]))] == [taken]
+
+
+def test_usage_that_is_no_object_counts_nothing(fold) -> None:
+    line = assistant("m1")
+    line["message"]["usage"] = [3, 5]
+    got = steps(fold([line]))
+    assert [(r["output_tokens"], r["input_tokens"]) for r in got] == [(None, None)]
+
+
 def test_usage_growth_on_the_real_tail(fold) -> None:
     # Sample 03, message ...Wot8tf58: output_tokens 2 on line 17, then 99 on line 18.
     db = fold(TAIL)
