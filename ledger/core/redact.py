@@ -601,10 +601,33 @@ def _is_key_placeholder(block: str) -> bool:
     return size == 0 or (size < 16 and cut_short)
 
 
+#: A would-be secret this long is a placeholder only where the allow-list's match stands
+#: apart (see :func:`_stands_apart`): in a long random token, ``todo`` or ``Dummy`` occur by
+#: chance (1 in some 7,000 random tokens of 200 characters held one), and it is still a key.
+LONG_SECRET = 32
+
+
 def is_placeholder(secret: str) -> bool:
     """Whether a would-be secret is a placeholder (the allow-list): ``ghp_xxxx...``,
     ``YOUR_API_KEY``, ``AKIAIOSFODNN7EXAMPLE``, ``password: changeme``, ``********``, a
     private key block with no key in it."""
     if secret.startswith("-----BEGIN"):
         return _is_key_placeholder(secret)
-    return _PLACEHOLDER.search(secret) is not None
+    if len(secret) < LONG_SECRET:
+        return _PLACEHOLDER.search(secret) is not None
+    return any(_stands_apart(secret, m) for m in _PLACEHOLDER.finditer(secret))
+
+
+def _stands_apart(secret: str, m: re.Match[str]) -> bool:
+    """Whether a match of the allow-list marks a long secret as a placeholder: a run of one
+    character over half of it (``ghp_xxxx...``), an ellipsis, or a word with no letter or
+    digit just before it nor, for a whole word, just after (``your_token_here``,
+    ``sk-proj-example-key-...``), not ``...7tOdOq...`` inside a token."""
+    if m.group(1) is not None:
+        return 2 * (m.end() - m.start()) > len(secret)
+    word = m.group()
+    if not word[0].isalpha():  # "..." or its one character
+        return True
+    before = secret[m.start() - 1 : m.start()]
+    after = "" if word[-1] in "_-" else secret[m.end() : m.end() + 1]
+    return not (before.isascii() and before.isalnum()) and not (after.isascii() and after.isalnum())

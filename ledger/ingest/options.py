@@ -34,7 +34,8 @@ from ledger.ingest.files import DEFAULT_MAX_LINE, sha
 #: 10: a vendor stop for an invalid tool call is also a tool error; a Codex line's record key
 #: is its digest alone; pieces of a transcript in several files are folded as one.
 #: 11: a private key block holding a run of one character (every OpenSSH key) or a word of
-#: the placeholders' allow-list is redacted (rows of 1 to 10 may hold such keys whole).
+#: the placeholders' allow-list is redacted, and so is a long token that holds such a word
+#: inside it (rows of 1 to 10 may hold them whole).
 FOLD_VERSION = "11"
 DEFAULT_BATCH = 20_000
 DEFAULT_INTERVAL = 1.0  # seconds between two passes of --follow
