@@ -81,12 +81,12 @@ _needs = functools.cache(installed_needs)
 
 #: How many bytes of text the needs are asked about before the rule set is loaded instead.
 #: The needs cost about 0.1 us a byte of a long text (the 1.8 MB of saved states of the
-#: bench's Claude Code corpus: 0.17-0.21 s, each state waking some 24 rules, whose weak
-#: gates are searched only past a run of their class), loading the rules 0.4 s once: so a
-#: process that has asked about this much loads them, as a renter buys what it has paid the
-#: price of in rent (at most twice the cost of knowing in advance). A hook's call or an
-#: ingest of a few new lines stays well under it; so does that corpus folded in one process
-#: (1.4 MB asked, no text needing the rules: they are never loaded).
+#: bench's real corpus, Claude Code and Codex: 0.17-0.21 s; each state wakes some 24 rules,
+#: whose weak gates are searched only past a run of their class), loading the rules 0.4 s
+#: once: so a process that has asked about this much loads them, as a renter buys what it
+#: has paid the price of in rent (at most twice the cost of knowing in advance). A hook's
+#: call or an ingest of a few new lines stays well under it; so does that corpus folded in
+#: one process (1.4 MB asked, no text needing the rules: they are never loaded).
 NEEDS_BUDGET = 3_000_000
 _asked = [0]
 
