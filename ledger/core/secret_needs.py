@@ -10,9 +10,11 @@ fixed-width run such as ``[0-9a-f]{32}\\.``). Texts that hold none of the needs 
 finding, so the rule set is not loaded for them and the redaction is the same.
 
 A need only ever widens what the pattern matches (so it is sound): the pattern's flags are
-dropped and the need is matched ignoring case; a class with a category (``\\w``) or a
-negation, ``.``, and anything of varying width end a run; look-arounds and anchors are left
-out. A rule whose need cannot be derived makes every text a candidate.
+dropped and the need is matched ignoring case (keeping it only for a pattern with no ``i``
+flag anywhere, which Kingfisher matches keeping case: :func:`keeps_case`); a class with a
+category (``\\w``) or a negation, ``.``, and anything of varying width end a run;
+look-arounds and anchors are left out. A rule whose need cannot be derived makes every text
+a candidate.
 
 The needs of the installed rule set are generated into :mod:`ledger.core.secret_needs_table`
 (``python -m ledger.core.secret_needs``, which loads the rules); that table is used only while
@@ -108,7 +110,7 @@ _SYNTAX = re.compile(r"[()\[\]{}.*+?|^$]")
 
 
 #: How a need is told (:func:`plan_of`): ``("any", literals)``, ``("run", members, count)``
-#: or ``("gate", literals)``.
+#: or ``("gate", literals, runs)`` (``runs``: ``(members, count)`` pairs).
 Plan = tuple[Any, ...]
 
 
@@ -121,17 +123,24 @@ def _plan(need: str) -> Test:
         (literals,) = args
         return lambda _text, lowered: any(lit in lowered for lit in literals)
     if kind == "run":
-        members, count = args
-        table = bytes(ord("a") if chr(b) in members else ord(" ") for b in range(256))
-        needle = b"a" * count
-        return lambda _text, lowered: (
-            needle in lowered.encode("utf-8", "surrogatepass").translate(table)
-        )
-    (gate,) = args
+        held = _run_test(*args)
+        return lambda _text, lowered: held(lowered)
+    gate, runs = args
+    tests = [_run_test(members, count) for members, count in runs]
     regex = functools.cache(lambda: re.compile(need, re.IGNORECASE))
     return lambda text, lowered: (
-        any(lit in lowered for lit in gate) and regex().search(text) is not None
+        any(lit in lowered for lit in gate)
+        and all(held(lowered) for held in tests)
+        and regex().search(text) is not None
     )
+
+
+def _run_test(members: str, count: int) -> Callable[[str], bool]:
+    """Whether a :func:`_lowered` text holds ``count`` characters of ``members`` in a row:
+    its bytes translated (each member made ``a``, any other byte a space), one substring test."""
+    table = bytes(ord("a") if chr(b) in members else ord(" ") for b in range(256))
+    needle = b"a" * count
+    return lambda lowered: needle in lowered.encode("utf-8", "surrogatepass").translate(table)
 
 
 @functools.cache
@@ -148,8 +157,15 @@ def plan_of(need: str) -> Plan:
     run of ``a`` in the lowered text's bytes with each member of the class made ``a`` and
     every other byte a space (one translation, one substring test, no expression compiled);
     anything else the expression, searched only once the lowered text holds one of the
-    literals every match holds (``gate``, :func:`_gate`), compiled when first searched."""
+    literals every match holds (``gate``, :func:`_gate`) and the runs of one class it is made
+    of (:func:`_runs`: ``[0-9a-f]{32}``, told as a ``run`` is), compiled when first searched.
+    A gate of one common character (``.``, ``-``) passes most long texts; a run of 32 hex
+    digits, few: on the 2,019 saved states of the bench's real corpus (1.8 MB) the
+    searches went from 7,833 to 843, and the needs' CPU from 0.42-0.59 s to 0.17-0.21 s."""
     items = list(P.parse(need))
+    kept = _case_kept(items)
+    if kept is not None:  # what the need holds ignoring case gates it, the expression tells
+        return ("gate", _literals(kept) or _gate(kept) or ("",), _runs(kept))
     literals = _literals(items)
     if literals is not None:
         return ("any", literals)
@@ -157,7 +173,24 @@ def plan_of(need: str) -> Plan:
     if run is not None:
         members, count = run
         return ("run", "".join(sorted(members)), count)
-    return ("gate", _gate(items) or ("",))
+    return ("gate", _gate(items) or ("",), _runs(items))
+
+
+def _runs(items: list[tuple[Any, Any]]) -> tuple[tuple[str, int], ...]:
+    """The runs of one class among ``items`` (each a :func:`_class_run`, so every match holds
+    it), the rarest in random text first (``members`` as a ``run`` plan gives them)."""
+    found = {
+        ("".join(sorted(run[0])), run[1])
+        for run in (_class_run([item]) for item in items) if run is not None
+    }
+    return tuple(sorted(found, key=lambda run: -run[1] * math.log2(_PRINTABLE / len(run[0]))))
+
+
+def _case_kept(items: list[tuple[Any, Any]]) -> list[tuple[Any, Any]] | None:
+    """The items of a need that is one ``(?-i:...)`` group (:func:`keeps_case`), else None."""
+    if len(items) == 1 and items[0][0] is C.SUBPATTERN and items[0][1][2] & re.IGNORECASE:
+        return list(items[0][1][3])
+    return None
 
 
 def _literals(items: list[tuple[Any, Any]]) -> tuple[str, ...] | None:
@@ -308,7 +341,18 @@ def need_of(pattern: str) -> tuple[str, ...] | None:
     for need in sorted(_candidates(list(tree)), key=_rarity, reverse=True):
         if need[0] not in found:
             found.append(need[0])
+    if keeps_case(pattern):
+        found = [f"(?-i:{need})" for need in found]
     return tuple(found[:KEPT]) or None
+
+
+def keeps_case(pattern: str) -> bool:
+    """Whether Kingfisher matches ``pattern`` (Rust's syntax) keeping case: it ignores case
+    only under an ``i`` flag (``(?i)``, ``(?i:``, ``(?xi)``), and the engine adds none (Square's
+    ``EAAA`` does not find ``eaaa``). Its needs are then searched keeping case too (each in a
+    ``(?-i:...)`` group), so a hex id's ``eaaa`` wakes no rule. Anything read as an ``i`` flag
+    (even inside a class) counts as one: ignoring case only widens the needs."""
+    return re.search(r"\(\?[a-zA-Z]*i", pattern) is None
 
 
 def _python_syntax(pattern: str) -> str:

@@ -33,7 +33,8 @@ def python_pattern(pattern: str) -> re.Pattern[str] | None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            return re.compile(secret_needs._python_syntax(pattern), re.IGNORECASE)
+            flags = 0 if secret_needs.keeps_case(pattern) else re.IGNORECASE
+            return re.compile(secret_needs._python_syntax(pattern), flags)
     except (re.error, FutureWarning, ValueError):
         return None
 
@@ -41,21 +42,27 @@ def python_pattern(pattern: str) -> re.Pattern[str] | None:
 @pytest.mark.parametrize(
     ("pattern", "needs", "words"),
     [
-        ("ghp_[0-9a-zA-Z]{36}", ("ghp_(?:[0-9a-zA-Z]){36}",), ("ghp",)),
+        ("(?i)ghp_[0-9a-zA-Z]{36}", ("ghp_(?:[0-9a-zA-Z]){36}",), ("ghp",)),
+        # With no i flag anywhere Kingfisher keeps case, and so do the needs (the words, a
+        # prefilter of the case-folded text, are the same).
+        ("ghp_[0-9a-zA-Z]{36}", ("(?-i:ghp_(?:[0-9a-zA-Z]){36})",), ("ghp",)),
+        (r"\b((?:EAAA|sq0atp-)[\w-]{22,60})", (r"(?-i:(?:EAAA|sq0atp\-))",), ("eaaa", "sq0atp")),
+        # A scoped i flag, anywhere, makes the whole pattern's needs ignore case.
+        ("EAAA[a-z]{3}(?i:x)", ("EAAA(?:[a-z]){3}(?:x)",), ("eaaa",)),
         # A keyword beats a longer run of a class (ids are runs of classes), and both are kept.
         (r"(?i)(?:heroku)(?:[ \t\w.-]{0,20})=([0-9a-f]{8}-[0-9a-f]{4})",
          ("heroku", r"=(?:(?:[0-9a-f]){8}\-(?:[0-9a-f]){4})"), ("heroku",)),
         # An alternation's need: one of its branches (its common head factored out).
-        (r"\b((?:A3T[A-Z0-9]|AKIA|ASIA)[A-Z2-7]{16})\b",
+        (r"(?i)\b((?:A3T[A-Z0-9]|AKIA|ASIA)[A-Z2-7]{16})\b",
          ("(?:A(?:3T[A-Z0-9]|KIA|SIA)(?:[A-Z2-7]){16})",), ("3t", "kia", "sia")),
-        ("(?:ghu|ghs)_[0-9a-zA-Z]{36}", ("gh[us]_(?:[0-9a-zA-Z]){36}",), ("gh",)),
+        ("(?i)(?:ghu|ghs)_[0-9a-zA-Z]{36}", ("gh[us]_(?:[0-9a-zA-Z]){36}",), ("gh",)),
         # A repeat of varying width ends a run, and its least count starts the next one.
-        (r"[a-f0-9]{32,40}\.x", (r"(?:[a-f0-9]){32}\.x", "(?:[a-f0-9]){32}"), ()),
-        (r"pat[[:alnum:]]{14}\.", (r"pat(?:[0-9A-Za-z]){14}\.",), ("pat",)),
+        (r"(?i)[a-f0-9]{32,40}\.x", (r"(?:[a-f0-9]){32}\.x", "(?:[a-f0-9]){32}"), ()),
+        (r"(?i)pat[[:alnum:]]{14}\.", (r"pat(?:[0-9A-Za-z]){14}\.",), ("pat",)),
         # A class or literal past ASCII is no part of a run (a byte-wise engine may match one
         # byte of a longer character there).
-        (r"[\x00-\xff]abc[a-z]{30}", ("abc(?:[a-z]){30}",), ("abc",)),
-        ("éabc[a-z]{3}", ("abc(?:[a-z]){3}",), ("abc",)),
+        (r"(?i)[\x00-\xff]abc[a-z]{30}", ("abc(?:[a-z]){30}",), ("abc",)),
+        ("(?i)éabc[a-z]{3}", ("abc(?:[a-z]){3}",), ("abc",)),
         # Not understood: no need, so every text is a candidate.
         (r"\p{L}{30}", None, None),
     ],
@@ -98,6 +105,10 @@ NO_CANDIDATE = [
     "toolu_01ABCdefGHIjklMNOpqrSTUvwx msg_014JNhngjN2p7S7sWot8tf58 5c945e1bf142aeaf5c945e1bf142",
     "claude-code-subagent-sidechain consecutive_tool_errors",
     json.dumps({"id": "258c7280-ae70-4798-800f-63464d01a85d", "steps": 12, "cost": 0.5}),
+    # A saved state's shape: a hex id holding eaaa (Square's EAAA keeps case), false (fal.ai's
+    # fal), dots and hyphens (weak gates, searched only past a run of 32 hex digits).
+    json.dumps({"id": "5c945e1bf142eaaa5c945e1bf142", "open": False, "tool": "a.b-c_d",
+                "session": "258c7280-ae70-4798-800f-63464d01a85d", "key": "sk-lf-skills"}),
 ]
 
 
@@ -140,6 +151,25 @@ def test_the_rules_are_loaded_once_the_needs_were_asked_about_enough_text(
     on (a long ingest's saved states): they are loaded; a tenth of that leaves them alone."""
     count = int(secret_rules.NEEDS_BUDGET * share / 740) + 1
     assert _rules_loaded_after(_ids(count)) is loaded
+
+
+SQUARE = "token EAAAbKr8xQ2mZ7pLw9VnT3hJ5cYfD1gS4uA6eB0oN done"
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [(SQUARE, True), (SQUARE.replace("EAAA", "eaaa"), False),
+     (SQUARE.replace("EAAA", "EaAA"), False), (SQUARE.lower(), False)],
+)
+def test_a_pattern_with_no_i_flag_keeps_case_in_the_engine_and_in_its_need(
+    text: str, found: bool
+) -> None:
+    """What :func:`secret_needs.keeps_case` relies on: Kingfisher finds Square's token (a
+    pattern with no i flag) only as written, and its need says the same."""
+    assert secret_needs.keeps_case(rules()["betterleaks.square-access-token"])
+    kinds = {f.rule_id for f in secret_rules._scanner().scan(text.encode())}
+    assert ("betterleaks.square-access-token" in kinds) is found
+    assert could_match(text, installed_needs()) is found
 
 
 def test_an_unknown_rule_set_makes_every_text_a_candidate() -> None:
