@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ledger.core import secret_rules
+from ledger.core import redact, secret_rules
 from ledger.core.fold import Fold
 from ledger.db import sources, writes
 from ledger.formats.detect import DOCUMENTS
@@ -198,6 +198,7 @@ def _before_forking() -> None:
     each object it walks, so one in a worker made it copy 6.7 MB of the pages it shared with
     the writer (0.5 MB frozen); one in the writer would copy as much."""
     secret_rules.load()
+    redact.forget()
     give_back(secret_rules.engine_file())
     gc.freeze()
 
