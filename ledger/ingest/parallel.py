@@ -19,8 +19,9 @@ as any resumed ingest does. The database ends as a one-process ingest leaves it.
 Workers are forked on Linux (they start in milliseconds and need nothing pickled but their
 files), elsewhere spawned. Forking copies only the thread that forks, so it is safe where the
 ingest process has no other thread holding a lock (SQLite's among them): the command line's
-ingest has none; a program that calls :class:`ledger.ingest.ingester.Ingester` from a busy threaded
-process should pass ``jobs=0``.
+ingest has none but the one that loads the secret rule set, which is joined before any fork
+(:class:`Workers`); a program that calls :class:`ledger.ingest.ingester.Ingester` from a busy
+threaded process should pass ``jobs=0``.
 """
 
 from __future__ import annotations
