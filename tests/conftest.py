@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 
+from ledger.core import secret_rules
 from ledger.ingest.ingester import ingest
 from ledger.ingest.options import Options
 from ledger.live.hook_store import DB_ENV
@@ -45,6 +46,15 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     if folder := getattr(config, "_ledger_home", None):
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _rule_set_loaded() -> None:
+    """The rule set loaded once for the suite, as an ingest process holds it after its first
+    load: workers are then forked at once (:class:`ledger.ingest.parallel.Workers` folds the
+    first files in the writer only while it loads), so a test that asks for two workers gets
+    them however small its files. Tests of loading run a fresh process, or fake the load."""
+    secret_rules.load()
 
 
 @pytest.fixture

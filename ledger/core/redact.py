@@ -498,6 +498,12 @@ MEMO_ENTRIES = 16384
 _MEMO: dict[str, tuple[str, int]] = {}
 
 
+def forget() -> None:
+    """The memo emptied (the same results, found again): for a process about to fork
+    workers, each of which would copy the pages of the memo it goes on filling."""
+    _MEMO.clear()
+
+
 def redact_json(
     value: Any, redactor: Callable[[str], tuple[str, int]] | None = None
 ) -> tuple[Any, int]:

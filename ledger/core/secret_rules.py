@@ -22,6 +22,7 @@ Pure in the sense that matters here: the same text always gives the same spans.
 
 from __future__ import annotations
 
+import _thread
 import functools
 import os
 import re
@@ -53,8 +54,20 @@ _ID_PREFIXES = ("betterleaks.", "kingfisher.", "veles.secrets/", "veles.", "cust
 CONFIDENCE = "low"
 
 
+#: Held while the rule set loads: a process loads it once, whichever thread asks first (an
+#: ingest loads it on a thread of its own, :func:`ledger.ingest.parallel.Workers`); any other
+#: that asks meanwhile waits for it. (``_thread``: the hook's light path imports no threading.)
+_LOADING = _thread.allocate_lock()
+
+
 @functools.cache
 def _scanner() -> Any:
+    with _LOADING:
+        return _built()
+
+
+@functools.cache
+def _built() -> Any:
     from kingfisher_sdk import Rules, Scanner
 
     # No Base64 decoding: a secret inside Base64 is stored as Base64 text, and its span is the
@@ -63,9 +76,15 @@ def _scanner() -> Any:
 
 
 def load() -> None:
-    """The rule set loaded now: for a process about to fork workers that will scan much (they
-    share it, and each skips the needs once it is there: :func:`secret_spans`)."""
+    """The rule set loaded now (or once the thread loading it is done): for a process about
+    to fork workers that will scan much (they share it, and each skips the needs once it is
+    there: :func:`secret_spans`), or a server before it answers."""
     _scanner()
+
+
+def loaded() -> bool:
+    """Whether this process holds the rule set (not while a thread is loading it)."""
+    return _scanner.cache_info().currsize > 0
 
 
 def engine_file() -> str:
@@ -138,7 +157,7 @@ def secret_spans(text: str) -> list[tuple[int, int, str]]:
     # The needs spare a process that has not loaded the rules from loading them; once they
     # are loaded, the scanner itself is cheaper than the needs' searches (an ingest ran in
     # half the CPU) and finds the same, since a text lacking the needs matches no rule.
-    if _scanner.cache_info().currsize == 0 and not _asked_enough(len(data)):
+    if not loaded() and not _asked_enough(len(data)):
         if not could_match(text, _needs()):
             return []
     found: list[tuple[int, int, str]] = []

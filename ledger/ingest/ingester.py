@@ -105,7 +105,8 @@ class Ingester:
                 self._tx.end("ROLLBACK")
                 raise
             finally:
-                if self._workers is not None:
+                if self._workers is not None:  # (started once the rule set is loaded)
+                    self.summary.workers = max(self.summary.workers, self._workers.count)
                     self._workers.close()
                     self._workers, self._jobs = None, {}
             self._tx.end("COMMIT")
@@ -219,9 +220,7 @@ class Ingester:
             return None
         self._jobs = {job.path: job for job in jobs}
         db_file = self.db.conn.execute("PRAGMA database_list").fetchone()[2]
-        workers = parallel.Workers(jobs, self.options.jobs, self.options, db_file)
-        self.summary.workers = max(self.summary.workers, workers.count)
-        return workers
+        return parallel.Workers(jobs, self.options.jobs, self.options, db_file)
 
     def _batches_ahead(
         self, info: FileInfo, source: dict[str, Any]

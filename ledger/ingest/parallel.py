@@ -19,8 +19,9 @@ as any resumed ingest does. The database ends as a one-process ingest leaves it.
 Workers are forked on Linux (they start in milliseconds and need nothing pickled but their
 files), elsewhere spawned. Forking copies only the thread that forks, so it is safe where the
 ingest process has no other thread holding a lock (SQLite's among them): the command line's
-ingest has none; a program that calls :class:`ledger.ingest.ingester.Ingester` from a busy threaded
-process should pass ``jobs=0``.
+ingest has none but the one that loads the secret rule set, which is joined before any fork
+(:class:`Workers`); a program that calls :class:`ledger.ingest.ingester.Ingester` from a busy
+threaded process should pass ``jobs=0``.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ledger.core import secret_rules
+from ledger.core import redact, secret_rules
 from ledger.core.fold import Fold
 from ledger.db import sources, writes
 from ledger.formats.detect import DOCUMENTS
@@ -170,13 +171,18 @@ class WorkerFailed(Exception):
     """A worker could not fold a file (or died): the writer folds it itself."""
 
 
-def _load_before_forking(options: Options) -> None:
-    """Load once, before the workers are forked, what each would otherwise load for itself on
-    its first text with a long token or its first round: the secret rule set (0.6-1 s of CPU
-    a process on this machine) and the prices (the remembered ones, else the library's data:
-    0.3 s). Forked workers share both (the rule set's engine starts no thread, so forking
-    after it is safe). Workers start only for megabytes of new text, past what the needs
-    are asked about before the rules load anyway (``secret_rules.NEEDS_BUDGET``).
+#: While the rule set loads, the writer folds each next new file itself if it holds at most
+#: this many bytes (a file is folded whole by one process, so the workers wait at most this
+#: much past the load: some 80-170 ms of folding and writing here).
+INLINE_BYTES = 1024 * 1024
+
+
+def _before_forking() -> None:
+    """What the workers should share, made ready just before they are forked: the rule set
+    loaded, which each would otherwise load for itself on its first text that needs it (0.4
+    s of CPU a process here; the rule set's engine starts no thread, so forking after it is
+    safe), and the needs asked before it (``secret_rules.NEEDS_BUDGET``; workers start only
+    for megabytes of new text).
 
     Then it hands back what loading left behind (:func:`give_back`): the ingest and its two
     workers held 105-108 MB at most (PSS, the bench's 26 MB of real logs), 94-97 MB after.
@@ -185,27 +191,76 @@ def _load_before_forking(options: Options) -> None:
     each object it walks, so one in a worker made it copy 6.7 MB of the pages it shared with
     the writer (0.5 MB frozen); one in the writer would copy as much."""
     secret_rules.load()
-    options.prices.rates("")  # any model name loads the prices
+    redact.forget()
     give_back(secret_rules.engine_file())
     gc.freeze()
 
 
 class Workers:
-    """Worker processes folding ``jobs`` ahead of the writer; :meth:`batches` in file order."""
+    """Worker processes folding ``jobs`` ahead of the writer; :meth:`batches` in file order.
+
+    Forked workers share the parent's rule set, so it is loaded before they are forked. That
+    load (0.35-0.5 s, native code that leaves the interpreter free) once ran before any work
+    and left the second core idle. Now it runs on a thread of its own while the writer folds
+    the first new files itself, as a one-process ingest does (:meth:`batches` answers
+    ``None``); the workers are forked for the rest once it is done. Forking copies only the
+    thread that forks, and one that forked while the loader ran native code would hand the
+    children its half-built state and any lock it held, so :meth:`_start` joins the loader
+    before it forks, and :meth:`close` before it returns: no fork is ever taken while the
+    loader runs."""
 
     def __init__(self, jobs: list[Job], count: int, options: Options, db_path: str) -> None:
-        import multiprocessing
-
-        context = multiprocessing.get_context(START_METHOD)
-        if START_METHOD == "fork":
-            _load_before_forking(options)
+        self._jobs, self._count, self._options, self._db_path = jobs, count, options, db_path
+        self._first = {job.path: i for i, job in enumerate(jobs)}
         self._where: dict[str, tuple[_Worker, int]] = {}
         self._workers: list[_Worker] = []
+        self._loader: threading.Thread | None = None
+        self._started = False
+        options.prices.rates("")  # loaded once (any model name does), shared when forked
+        if START_METHOD == "fork" and not secret_rules.loaded():
+            self._loader = threading.Thread(target=_load_quietly, name="agent-ledger rules",
+                                            daemon=True)
+            self._loader.start()
+        else:
+            self._start(0)
+
+    @property
+    def count(self) -> int:
+        """The worker processes started so far."""
+        return len(self._workers)
+
+    def batches(self, path: str) -> Iterator[Message] | None:
+        """The batches folded from ``path``, each as its parts and its end, in order; raises
+        :class:`WorkerFailed`. ``None`` while the rule set loads, for a file the writer is to
+        fold itself meanwhile (at most :data:`INLINE_BYTES`), and for a file before those
+        the workers were given."""
+        if not self._started:
+            first = self._first[path]
+            loading = self._loader is not None and self._loader.is_alive()
+            if loading and self._jobs[first].size <= INLINE_BYTES:
+                return None
+            self._start(first)
+        if path not in self._where:
+            return None
+        worker, index = self._where[path]
+        return worker.batches(index)
+
+    def _start(self, first: int) -> None:
+        """Fork (or spawn) the workers for the jobs from ``first`` on, round robin."""
+        import multiprocessing
+
+        self._started = True
+        if self._loader is not None:
+            self._loader.join()  # never fork while it runs (see the class)
+        context = multiprocessing.get_context(START_METHOD)
+        if START_METHOD == "fork":
+            _before_forking()
+        jobs, count = self._jobs[first:], self._count
         for n in range(min(count, len(jobs))):
             mine = jobs[n::count]
             receive, send = context.Pipe(duplex=False)
             process = context.Process(
-                target=work, args=(mine, send, options, db_path), daemon=True,
+                target=work, args=(mine, send, self._options, self._db_path), daemon=True,
                 name=f"agent-ledger fold {n + 1}",
             )
             process.start()
@@ -214,20 +269,21 @@ class Workers:
             self._workers.append(worker)
             self._where.update((job.path, (worker, i)) for i, job in enumerate(mine))
 
-    @property
-    def count(self) -> int:
-        return len(self._workers)
-
-    def batches(self, path: str) -> Iterator[Message]:
-        """The batches folded from ``path``, each as its parts and its end, in order; raises
-        :class:`WorkerFailed`."""
-        worker, index = self._where[path]
-        return worker.batches(index)
-
     def close(self) -> None:
+        if self._loader is not None:
+            self._loader.join()  # nor leave it running: a later pass may fork
         for worker in self._workers:
             worker.stop()
-        gc.unfreeze()  # (nothing to undo if the workers were spawned)
+        gc.unfreeze()  # (nothing to undo if the workers were spawned, or never started)
+
+
+def _load_quietly() -> None:
+    """The rule set loaded on the loader thread; a failure is left to the first text that
+    needs the rules, which loads them again in its own thread and raises there."""
+    try:
+        secret_rules.load()
+    except Exception:  # raised again where it matters
+        pass
 
 
 class _Worker:
