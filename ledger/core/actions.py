@@ -31,9 +31,10 @@ import json
 import re
 import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, NamedTuple
+
+from msgspec import Struct, field
 
 from ledger.core.vendors import quote
 
@@ -108,8 +109,7 @@ class Classified(NamedTuple):
 CommandKey = tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class ActionMap:
+class ActionMap(Struct, frozen=True, dict=True):  # (dict: room for the cached lookups)
     """Tool names and shell commands to action classes (see the module docstring).
 
     ``tools`` holds exact names, ``patterns`` glob names in the order they are tried (the

@@ -14,9 +14,11 @@ the same :class:`FamilyFold`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
+
+from msgspec import Struct, field
+from msgspec.structs import replace
 
 from ledger.core.budget import FAMILIES, Budget, Machine, State
 from ledger.core.events import Event
@@ -51,8 +53,7 @@ def key_of(row: tuple[Any, ...]) -> Key:
     return (row[2] or "", row[0], row[1])
 
 
-@dataclass(frozen=True)
-class FamilyStop:
+class FamilyStop(Struct, frozen=True):
     session_id: str  # the member whose step tripped the cap
     idx: int  # that step, numbered in its own session (as ``steps.idx``)
     ts: str | None
@@ -65,8 +66,7 @@ class FamilyStop:
         return (self.ts or "", self.session_id, self.idx)
 
 
-@dataclass
-class FamilyFold:
+class FamilyFold(Struct):
     """The family's counters so far; resumable (:meth:`to_dict`), so the hook feeds it the
     steps each call reads and ends where one pass over all of them ends."""
 

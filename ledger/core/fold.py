@@ -9,10 +9,10 @@ ingests ends up exactly as if it had been folded in one go.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
 from typing import Any
 
 import msgspec
+from msgspec import field
 
 from ledger.core.actions import ActionMap
 from ledger.core.budget import GATE, LOOP, Budget, Machine, State
@@ -88,8 +88,7 @@ class Run(msgspec.Struct, gc=False):
     cost: float = 0.0
 
 
-@dataclass
-class Session:
+class Session(msgspec.Struct):
     session_id: str
     source_id: str
     source_path: str
@@ -178,9 +177,9 @@ class Session:
         return [r for r in (_retry_row(self), _repeat_row(self)) if r is not None]
 
     def to_resume(self) -> dict[str, Any]:
-        # What asdict() gives, built by hand: asdict deep-copies every field, and this runs
-        # for every session a batch touches.
-        data = {name: getattr(self, name) for name in _SESSION_FIELDS}
+        # A shallow copy (this runs for every session a batch touches), its records and
+        # containers copied below.
+        data = msgspec.structs.asdict(self)
         data["budget"] = self.budget.to_dict()
         data["state"] = self.state.to_dict()
         for key in ("retry", "repeat"):
@@ -203,7 +202,6 @@ class Session:
         return cls(**data)
 
 
-_SESSION_FIELDS = tuple(f.name for f in fields(Session))
 _RUN_FIELDS = Run.__struct_fields__
 
 

@@ -23,10 +23,13 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field, fields, replace
 from decimal import Decimal
 from functools import cached_property
 from typing import TYPE_CHECKING, NamedTuple
+
+import msgspec
+from msgspec import Struct, field
+from msgspec.structs import replace
 
 from ledger.core.events import ROUND, Event
 
@@ -52,8 +55,7 @@ class Tokens(NamedTuple):
         return self.input + self.cache_creation + self.cache_read
 
 
-@dataclass(frozen=True, slots=True)
-class Tier:
+class Tier(Struct, frozen=True):
     """Rates for a request whose prompt is above ``above`` tokens; None keeps the base rate."""
 
     above: int
@@ -63,8 +65,7 @@ class Tier:
     cache_read: Decimal | None = None
 
 
-@dataclass(frozen=True)
-class Rates:
+class Rates(Struct, frozen=True, dict=True):  # (dict: room for the cached bands)
     """A model's prices in USD per million tokens (exact, as the source gives them).
 
     A missing cache price (None) charges those tokens at the input rate: never less than the
@@ -123,10 +124,11 @@ class Rates:
         return tuple(bands)
 
     def to_dict(self) -> dict[str, object]:
-        return json.loads(json.dumps(asdict(self), default=str))
+        """As JSON holds it: each Decimal as its text, the tiers as a list of dicts."""
+        return msgspec.json.decode(msgspec.json.encode(self))
 
 
-_PRICED = tuple(f.name for f in fields(Tier) if f.name != "above")
+_PRICED = tuple(name for name in Tier.__struct_fields__ if name != "above")
 
 
 class Priced(NamedTuple):
@@ -145,8 +147,7 @@ def _no_source(model: str, at: float | None) -> Rates | None:
     return None
 
 
-@dataclass(frozen=True)
-class PriceBook:
+class PriceBook(Struct, frozen=True, dict=True):  # (dict: room for priced_by_source)
     """A price source and the user's overrides; ``cost`` is the only way a price is read.
 
     ``overrides`` maps a model name to its rates: an exact name, or a prefix ending in ``*``

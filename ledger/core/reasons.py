@@ -6,8 +6,9 @@ matched by users' SQL. Never rename one; add new reasons at the end.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
+
+from msgspec import Struct
 
 
 class StopReason(StrEnum):
@@ -47,8 +48,7 @@ SEED_VENDOR_MAP: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
-class Decision:
+class Decision(Struct, frozen=True):
     """One row of the decision table: what to observe, what to do, when to fail closed."""
 
     reason: StopReason

@@ -110,10 +110,10 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from ahocorasick_rs import BytesAhoCorasick, Implementation
+from msgspec import Struct
 
 from ledger.core.secret_rules import secret_spans
 
@@ -326,8 +326,7 @@ def _fold(text: str) -> str:
     return text.lower()
 
 
-@dataclass(frozen=True)
-class _Rule:
+class _Rule(Struct, frozen=True, dict=True):  # (dict: the cached pattern)
     kind: str
     #: The rule's regular expression, compiled when the rule first runs (:attr:`pattern`):
     #: most ingests wake a few of the rules, and compiling them all cost every process ~5 ms.

@@ -22,7 +22,8 @@ import fnmatch
 import hashlib
 import json
 import re
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 TEMP_CLASS = "tmp"
 #: A folder made by Python's tempfile (``tmp`` and 8 characters of ``[a-z0-9_]``).
@@ -56,8 +57,7 @@ def repo_name(folder: str | None, repository_url: str | None = None) -> str | No
     return TEMP_CLASS if _TEMP_NAME.fullmatch(parts[-1]) else parts[-1]
 
 
-@dataclass(frozen=True)
-class TaskClasses:
+class TaskClasses(Struct, frozen=True):
     """Folder globs to task class names (the budget file's ``[task_classes]``), in order.
 
     A glob is matched (``fnmatch``, case-sensitive) against the whole folder with ``/`` as its

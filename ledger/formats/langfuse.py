@@ -34,8 +34,9 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass, field
 from typing import Any
+
+from msgspec import Struct, field
 
 from ledger.core.actions import ActionMap
 from ledger.core.events import ROUND, Event
@@ -74,8 +75,7 @@ USAGE_KEYS = (
 )
 
 
-@dataclass
-class Document:
+class Document(Struct):
     """A trace export, read: its session, and each observation as a record or an error."""
 
     session: str

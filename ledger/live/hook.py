@@ -29,9 +29,10 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct, field
 
 from ledger.core.budget import State
 from ledger.core.family import FamilyFold, FamilyStop, family_row, key_of
@@ -64,14 +65,12 @@ class HookInputError(ValueError):
     """A payload that is not what Claude Code sends."""
 
 
-@dataclass
-class FileState:
+class FileState(Struct):
     offset: int = 0
     cursor: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
-class HookState:
+class HookState(Struct):
     """What one call leaves for the next: plain JSON data (saved beside the database)."""
 
     fold_digest: str = ""
@@ -102,8 +101,7 @@ class HookState:
         )
 
 
-@dataclass(frozen=True)
-class Payload:
+class Payload(Struct, frozen=True):
     """The fields of Claude Code's hook input the brake reads."""
 
     event: str
@@ -161,8 +159,7 @@ class Payload:
         return paths
 
 
-@dataclass(frozen=True)
-class Verdict:
+class Verdict(Struct, frozen=True):
     """The answer to one call, and what is recorded of it."""
 
     decision: str  # ALLOW or DENY

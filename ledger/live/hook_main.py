@@ -20,8 +20,9 @@ import os
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
+
+from msgspec import Struct, field
 
 from ledger.ingest.options import Options
 from ledger.live import hook_store
@@ -42,8 +43,7 @@ OPTIONS_KEPT = 32
 RACY_NS = 3_000_000_000
 
 
-@dataclass
-class Arguments:
+class Arguments(Struct):
     db: str | None = None
     budget_file: str | None = None
     vendor_map: str | None = None

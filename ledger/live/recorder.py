@@ -24,11 +24,12 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any
+
+from msgspec.structs import replace
 
 from ledger.config.prices import library_book
 from ledger.core.budget import Budget, Machine, State

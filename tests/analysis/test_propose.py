@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import tempfile
 import tomllib
@@ -12,6 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
+from msgspec.structs import replace
 
 from ledger.analysis.propose import CAPS, Proposal, propose, to_toml, trial, trial_lines, usage
 from ledger.analysis.whatif import COMPLETE, Replayer, evaluate
@@ -165,7 +165,7 @@ def test_the_proposal_passes_every_verified_session_and_one_notch_less_would_not
             for line in proposal.lines:
                 lower = None if line.value is None else one_notch_lower(line.value, line.key)
                 if lower is not None:
-                    tighter = dataclasses.replace(proposal.budget, **{line.key: lower})
+                    tighter = replace(proposal.budget, **{line.key: lower})
                     assert verified_stops(db, task_class, tighter), line
 
 

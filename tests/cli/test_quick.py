@@ -173,6 +173,11 @@ GROWN_LEAVES_OUT = {
     "tempfile": "the command line",
     "pickle": "workers (a message marshal cannot write)",
     "threading": "--follow (the event that stops it)",
+    # The records made at import are msgspec structs: dataclasses cost a process ~2 ms of
+    # imports (itself, copy, weakref) and 0.5-0.9 ms a class. (inspect is imported still, by
+    # msgspec: it imports typing_extensions, which imports inspect.)
+    "dataclasses": "a record made at import that is a dataclass",
+    "copy": "a cursor MessagePack cannot copy (a lone surrogate, a huge integer)",
 }
 
 

@@ -234,3 +234,24 @@ def test_a_book_without_a_source_prices_only_its_overrides() -> None:
     book = PriceBook(overrides={"m": Rates(Decimal(1), Decimal(2), tiers=(Tier(10, output=None),))})
     assert cost("m", Tokens(output=M), book) == 2.0
     assert cost("gpt-5", Tokens(output=M), book) is None
+
+
+def test_a_books_digest_and_its_rates_as_json_stay_what_they_were() -> None:
+    """The digest is stored with every session (a fold digest's part): these values are the
+    ones the book gave when its records were dataclasses (b295648)."""
+    tiered = Rates(Decimal("3"), Decimal("15.00"), None, Decimal("0.30"), (
+        Tier(200_000, Decimal("6"), Decimal("22.5")), Tier(1_000_000, cache_read=Decimal("1E-7"))))
+    book = PriceBook("lib", "1.2", overrides={"claude-x-*": tiered,
+                                              "gpt-y": Rates(Decimal("1.25"), Decimal("10"))},
+                     partial={"gpt-5": {"cache_read": Decimal("0.1")}}, overrides_by="p.toml#abc")
+    tiered.amount(Tokens(input=M))  # (its cached bands are no field)
+    assert tiered.to_dict() == {
+        "input": "3", "output": "15.00", "cache_creation": None, "cache_read": "0.30",
+        "tiers": [
+            {"above": 200_000, "input": "6", "output": "22.5", "cache_creation": None,
+             "cache_read": None},
+            {"above": 1_000_000, "input": None, "output": None, "cache_creation": None,
+             "cache_read": "1E-7"},
+        ],
+    }
+    assert book.digest == "57cd059ea6af"

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 from datasette.app import Datasette
+from msgspec.structs import replace
 
 from ledger.ingest.ingester import ingest
 from ledger.ingest.options import Options

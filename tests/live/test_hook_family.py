@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import heapq
 import json
-from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from msgspec.structs import replace
 
 from ledger.core.budget import Budget
 from ledger.ingest.ingester import ingest

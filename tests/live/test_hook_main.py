@@ -118,10 +118,11 @@ def _call(transcript: Path) -> dict[str, Any]:
 
 #: What a call once its state is saved does not import: the command line, the secret scanner,
 #: sqlite-utils, the price library, and the modules only some functions need (a TOML file
-#: read, a bad value's suggestion, a host name, package data by importlib), each some ms.
+#: read, a bad value's suggestion, a host name, package data by importlib), each some ms; nor
+#: dataclasses (the hook's and the fold's records are msgspec structs).
 HEAVY = ("click", "kingfisher_sdk", "sqlite_utils", "genai_prices", "ledger.cli",
          "importlib.metadata", "importlib.resources", "tomllib", "difflib", "socket",
-         "ledger.ingest.summary", "ledger.db.connection", "ledger.db.migrations")
+         "ledger.ingest.summary", "ledger.db.connection", "ledger.db.migrations", "dataclasses")
 LOADED = (
     "import sys\n"
     "from ledger.live.hook_main import main\n"
