@@ -183,6 +183,33 @@ def test_the_files_found_in_a_folder_are_the_regular_files_rglob_finds(tmp_path:
     assert skipped == []
 
 
+@pytest.mark.parametrize("given", ["runs", "./runs", "runs/", "runs/../runs", "{tmp}//runs",
+                                   "{tmp}/runs/"])
+def test_a_folder_named_any_way_gives_the_absolute_normal_names_its_absolute_path_gives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: str
+) -> None:
+    """Names under a folder named by its absolute, normal path are not made absolute again:
+    named any other way (relative, ``.`` and ``..``, doubled or trailing slashes), the folder
+    gives the same names, each absolute and normal."""
+    (tmp_path / "runs" / "deep").mkdir(parents=True)
+    for name in ("a.jsonl", "deep/b.json"):
+        (tmp_path / "runs" / name).write_text("{}\n")
+    monkeypatch.chdir(tmp_path)
+    named = [name for name, _ in files.listing([given.format(tmp=tmp_path)])]
+    assert named == [str(tmp_path / "runs" / "a.jsonl"), str(tmp_path / "runs" / "deep" / "b.json")]
+    assert named == [os.path.abspath(name) for name in named]
+
+
+#: Parts of names, with the characters that sort below the separator (space, ``-``, ``.``).
+_PART = st.text(alphabet=" !-.0Aa_\x01\u00e9", min_size=1, max_size=4)
+
+
+@given(st.lists(st.lists(_PART, min_size=1, max_size=4), max_size=30))
+def test_names_sort_as_the_lists_of_their_parts_sort(paths: list[list[str]]) -> None:
+    names = [os.sep.join(parts) for parts in paths]
+    assert sorted(names, key=files._by_parts) == sorted(names, key=lambda n: n.split(os.sep))
+
+
 @pytest.mark.parametrize(
     ("make", "reason"),
     [
