@@ -464,10 +464,6 @@ def test_a_grown_transcript_leaves_the_verdicts_a_full_recomputation_would(
 ) -> None:
     """Grown by a call the verdicts read nothing new of, or by an incident they read: the
     tables an ingest leaves are those recomputing everything gives."""
-    import shutil
-
-    import sqlite_utils
-
     logs = tmp_path / "logs"
     logs.mkdir()
     path, db_path = logs / "s1.jsonl", tmp_path / "ledger.db"
@@ -482,13 +478,20 @@ def test_a_grown_transcript_leaves_the_verdicts_a_full_recomputation_would(
     ingest(db_path, [logs], options)
     after = {r["kind"] for r in rows(db_path, "select kind from incidents")}
     assert (after - before) & verdict_tables.VERDICT_INCIDENTS == kinds
-    incremental = _verdict_tables(db_path)
-    full = tmp_path / "full.db"
-    shutil.copyfile(db_path, full)
-    db = sqlite_utils.Database(full)
+    assert _recomputed(db_path, tmp_path / "full.db") == _verdict_tables(db_path)
+
+
+def _recomputed(db_path: Path, copy: Path) -> dict[str, list[dict[str, Any]]]:
+    """The verdict tables a full recomputation leaves, on a copy of the database."""
+    import shutil
+
+    import sqlite_utils
+
+    shutil.copyfile(db_path, copy)
+    db = sqlite_utils.Database(copy)
     verdict_tables.refresh(db)
     db.conn.close()
-    assert _verdict_tables(full) == incremental
+    return _verdict_tables(copy)
 
 
 @pytest.mark.parametrize(("first", "judged"), [(True, True), (False, False)])
