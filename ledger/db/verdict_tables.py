@@ -64,6 +64,10 @@ order by session_id limit {LISTED}
 
 #: The groups some sessions are in, as their stored parity has it (before it is replaced).
 _GROUPS_OF_SQL = f"select {', '.join(_GROUP)} from session_parity where session_id in ({{marks}})"
+#: Some sessions' stored parity rows (before they are replaced).
+_PARITY_OF_SQL = "select * from session_parity where session_id in ({marks})"
+#: Whether a group holds a session before this one (which is then not its first).
+_BEFORE_SQL = f"select 1 from session_parity where {_IN_GROUP} and session_id < ? limit 1"
 
 _MOVE_SQL = f"update parity_groups set sessions = sessions + ? where {_IN_GROUP}"
 _NEW_GROUP_SQL = (
@@ -91,6 +95,15 @@ select session_id, task_class, key, count(*) as calls from incidents
 where kind = 'unclassified_tool'{of_classes}
 group by session_id, task_class, key order by session_id, key
 """
+
+#: The kinds of incident a verdict reads (the two queries above).
+VERDICT_INCIDENTS = frozenset({"unknown_vendor", "unclassified_tool"})
+
+
+def read_by_verdicts(incidents: Iterable[dict[str, Any]]) -> bool:
+    """Whether any of these incident rows is of a kind a verdict reads."""
+    return any(incident["kind"] in VERDICT_INCIDENTS for incident in incidents)
+
 
 #: Some classes' incidents only (a class is its ``task_class``, NULL as empty: task_class_of).
 OF_CLASSES = " and ifnull(task_class, '') in ({marks})"
@@ -155,7 +168,8 @@ def _recompute(conn: sqlite3.Connection, settings: Settings, keep: bool) -> Verd
 
 
 def after_ingest(
-    db: sqlite_utils.Database, changed: bool, touched: set[str] | None = None
+    db: sqlite_utils.Database, changed: bool, touched: set[str] | None = None,
+    incidents: bool = True,
 ) -> None:
     """Called at the end of every ingest: bring the verdict tables up to date if the data
     changed, or compute them if they never were (a database made before they existed).
@@ -167,6 +181,12 @@ def after_ingest(
     sessions, everything is recomputed. Either way a class's rows are written only if they
     differ from the stored ones (writing cleans every text again, most of the cost: a grown
     session seldom changes its class's verdict).
+
+    ``incidents``: whether the ingest wrote any incident a verdict reads (of unknown vendor
+    stops or unclassified tools: :func:`read_by_verdicts`). When it wrote none, a touched
+    class is judged only if what its verdict reads of its parity changed (see
+    :func:`_reads_changed`: a grown session's counts change its parity row, but a verdict
+    quotes only each group's first session); else judging it would give the rows stored.
     """
     never = db.conn.execute("SELECT count(*) FROM verdict_settings").fetchone()[0] == 0
     if not (changed or never):
@@ -178,6 +198,7 @@ def after_ingest(
             _recompute(conn, settings, keep=False)
             return
         classes: set[str] = set()
+        moved: set[str] | None = None if incidents or touched is None else set()
         if changes is not None:
             rows, gone = changes
             classes.update(_store_parity(conn, iter(rows)))
@@ -186,8 +207,9 @@ def after_ingest(
                 "SELECT DISTINCT task_class FROM parity_groups"))
         for chunk, marks in _chunks(touched or ()):
             cursor = conn.execute(SESSIONS_SQL + f"where s.session_id in ({marks})", chunk)
-            classes.update(_check(conn, settings, cursor))
-        for _ in _judge(conn, settings, classes, unchanged_kept=True):
+            classes.update(_check(conn, settings, cursor, moved=moved))
+        for _ in _judge(conn, settings, classes if moved is None else moved,
+                        unchanged_kept=True):
             pass  # written as it goes (what changed); nothing kept
         _settle(conn, settings)
 
@@ -249,35 +271,57 @@ def _drop_parity(conn: sqlite3.Connection, gone: list[str]) -> set[str]:
 
 def _check(
     conn: sqlite3.Connection, settings: Settings, sessions: sqlite3.Cursor,
-    into: list[dict[str, Any]] | None = None,
+    into: list[dict[str, Any]] | None = None, moved: set[str] | None = None,
 ) -> set[str]:
     """Check and store the parity of ``sessions`` (rows of :data:`SESSIONS_SQL`), a chunk at a
     time, and move them between the counted groups; returns the task classes they were and
-    are in (a class a session left is judged again too), and adds the rows to ``into``."""
+    are in (a class a session left is judged again too), and adds the rows to ``into`` and
+    to ``moved`` the classes whose groups changed (see :func:`_store_parity`)."""
     checked = (parity(session, settings.tolerance) for session in _dicts(sessions))
-    return _store_parity(conn, checked, into)
+    return _store_parity(conn, checked, into, moved)
 
 
 def _store_parity(
     conn: sqlite3.Connection, checked: Iterator[dict[str, Any]],
-    into: list[dict[str, Any]] | None = None,
+    into: list[dict[str, Any]] | None = None, moved: set[str] | None = None,
 ) -> set[str]:
     """Store parity rows a chunk at a time, moving their sessions between the counted groups;
-    the classes they were and are in (and the rows added to ``into``)."""
+    the classes they were and are in (and the rows added to ``into``; to ``moved``, the
+    classes whose verdicts read something that changed: :func:`_reads_changed`)."""
     classes: set[str] = set()
     while chunk := list(islice(checked, CHUNK)):
         moves: Counter[tuple[Any, ...]] = Counter()
         ids = [row["session_id"] for row in chunk]
         marks = ", ".join("?" for _ in ids)
-        for group in conn.execute(_GROUPS_OF_SQL.format(marks=marks), ids):
-            moves[group] -= 1
+        rows = _dicts(conn.execute(_PARITY_OF_SQL.format(marks=marks), ids))
+        stored = {old["session_id"]: old for old in rows}
+        moves.subtract(map(_group_of, stored.values()))
         writes.replace_all(conn, "session_parity", chunk, keep=True)
         moves.update(map(_group_of, chunk))
         _count(conn, moves)
         classes.update(group[0] for group in moves)
+        if moved is not None:
+            for row in chunk:
+                old = stored.get(row["session_id"])
+                if _reads_changed(conn, row, old):
+                    moved.update([row["task_class"], *([old["task_class"]] if old else [])])
         if into is not None:
             into += chunk
     return classes
+
+
+def _reads_changed(
+    conn: sqlite3.Connection, row: dict[str, Any], old: dict[str, Any] | None
+) -> bool:
+    """Whether the parity ``row`` written over the stored one (``old``: None if there was
+    none) changed what a verdict reads: its class's groups (a session joined or left one),
+    or the detail of a group's first session (by id), which a verdict quotes. Its other
+    columns (the counts) only make that detail, and its budget is the group's (its digest)."""
+    if old is None or _group_of(old) != _group_of(row):
+        return True
+    if old["parity_detail"] == row["parity_detail"]:
+        return False
+    return conn.execute(_BEFORE_SQL, (*_group_of(row), row["session_id"])).fetchone() is None
 
 
 def _count(conn: sqlite3.Connection, moves: Counter[tuple[Any, ...]]) -> None:

@@ -80,6 +80,7 @@ class Ingester:
         self.summary.waiting = []
         self._touched: set[str] = set()
         self._forgot = False
+        self._incidents = False  # whether an incident a verdict reads was written
         self._settings = claims.Settings(self.options)
         before = (self.summary.new_files, self.summary.updated_files)
         listed = self._storable(listing(paths, missing_ok, self._skip, self._tell))
@@ -115,7 +116,7 @@ class Ingester:
         self.summary.stop_reasons = sources.count_stop_reasons(self.db.conn, self.summary.sessions)
         changed = (self.summary.new_files, self.summary.updated_files) != before
         verdict_tables.after_ingest(
-            self.db, changed, None if self._forgot else self._touched
+            self.db, changed, None if self._forgot else self._touched, self._incidents
         )
         options = self.options
         family_stops.after_ingest(
@@ -283,6 +284,7 @@ class Ingester:
         self._tx.rollup.take_out(conn, {row[0] for row in out.steps}, absent)
         writes.write_batch(conn, steps=out.steps, incidents=out.incidents, errors=out.errors,
                           sessions=[], states=[], source=None, steps_stored=True)
+        self._incidents |= verdict_tables.read_by_verdicts(out.incidents)
         tally.add(out, part.redactions)
         self._notices(out.notes)
 
@@ -488,6 +490,7 @@ class Ingester:
             shared=folded.shared,
             steps_stored=steps_stored,
         )
+        self._incidents |= verdict_tables.read_by_verdicts(out.incidents)
         self._count_rows(source["path"], len(out.steps), len(out.errors), out.unknown)
         self._notices(out.notes)
         self.summary.sessions.update(touched)

@@ -408,3 +408,115 @@ def test_a_row_is_left_only_when_writing_it_would_store_it_again(
     row: dict[str, Any], stored: dict[str, Any], same: bool
 ) -> None:
     assert verdict_tables.same_row(row, stored) is same
+
+
+@pytest.mark.parametrize(("edit", "incidents", "judged"), [
+    (None, False, False),  # nothing it is made of changed: not judged (the edited row stays)
+    (None, True, True),  # an incident a verdict reads was written: judged
+    ("update sessions set stop_reason = 'max_rounds' where session_id = ?", False, True),
+    ("update sessions set task_class = 'moved-away' where session_id = ?", False, True),
+])
+def test_a_touched_class_is_judged_again_only_when_what_its_verdict_reads_changed(
+    sample_db: Path, edit: str | None, incidents: bool, judged: bool
+) -> None:
+    """A class is judged from its sessions' stored parity and its incidents: after an ingest
+    that changed neither for a class it touched, its rows are left as they are."""
+    db = connection.connect(sample_db)
+    conn = db.conn
+    session, cls = conn.execute(
+        "select session_id, task_class from session_parity order by 1 limit 1").fetchone()
+    conn.execute("update task_classes set reasons = 'edited' where task_class = ?", (cls,))
+    if edit is not None:
+        conn.execute(edit, (session,))
+    verdict_tables.after_ingest(db, True, {session}, incidents)
+    (reasons,) = conn.execute(
+        "select reasons from task_classes where task_class = ?", (cls,)).fetchone()
+    db.conn.close()
+    assert (reasons != "edited") is judged
+
+
+def _claude_line(n: int, kind: str, message: dict[str, Any]) -> dict[str, Any]:
+    return {"type": kind, "sessionId": "s1", "uuid": f"u{n}", "cwd": "/work/shop",
+            "timestamp": f"2026-02-10T21:00:{n:02d}.000Z", "message": message}
+
+
+def _claude_turn(n: int, tool: str | None, stop: str | None = "tool_use") -> list[dict]:
+    """An assistant response (calling ``tool``, if any) and the tool's result."""
+    content = [{"type": "tool_use", "id": f"c{n}", "name": tool, "input": {"command": "ls"}}
+               if tool else {"type": "text", "text": "done"}]
+    response = _claude_line(n, "assistant", {
+        "id": f"m{n}", "model": "claude-opus-4-6", "role": "assistant", "content": content,
+        "stop_reason": stop, "usage": {"input_tokens": 3, "output_tokens": 5}})
+    if tool is None:
+        return [response]
+    answer = _claude_line(n + 1, "user", {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": f"c{n}", "content": "ok"}]})
+    return [response, answer]
+
+
+@pytest.mark.parametrize(("grown", "kinds"), [
+    (_claude_turn(10, "Bash"), set()),
+    (_claude_turn(10, "MysteryTool"), {"unclassified_tool"}),
+    (_claude_turn(10, None, stop="odd_vendor_stop"), {"unknown_vendor"}),
+], ids=["a classified call", "an unclassified tool", "an unknown vendor stop"])
+def test_a_grown_transcript_leaves_the_verdicts_a_full_recomputation_would(
+    tmp_path: Path, grown: list[dict], kinds: set[str]
+) -> None:
+    """Grown by a call the verdicts read nothing new of, or by an incident they read: the
+    tables an ingest leaves are those recomputing everything gives."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    path, db_path = logs / "s1.jsonl", tmp_path / "ledger.db"
+    first = [_claude_line(0, "user", {"role": "user", "content": "fix the build"}),
+             *_claude_turn(1, "Bash")]
+    path.write_text("".join(json.dumps(line) + "\n" for line in first))
+    options = Options(dialect="claude-code")
+    ingest(db_path, [logs], options)
+    before = {r["kind"] for r in rows(db_path, "select kind from incidents")}
+    with path.open("a") as f:
+        f.write("".join(json.dumps(line) + "\n" for line in grown))
+    ingest(db_path, [logs], options)
+    after = {r["kind"] for r in rows(db_path, "select kind from incidents")}
+    assert (after - before) & verdict_tables.VERDICT_INCIDENTS == kinds
+    assert _recomputed(db_path, tmp_path / "full.db") == _verdict_tables(db_path)
+
+
+def _recomputed(db_path: Path, copy: Path) -> dict[str, list[dict[str, Any]]]:
+    """The verdict tables a full recomputation leaves, on a copy of the database."""
+    import shutil
+
+    import sqlite_utils
+
+    shutil.copyfile(db_path, copy)
+    db = sqlite_utils.Database(copy)
+    verdict_tables.refresh(db)
+    db.conn.close()
+    return _verdict_tables(copy)
+
+
+@pytest.mark.parametrize(("first", "judged"), [(True, True), (False, False)])
+def test_a_grown_session_s_class_is_judged_again_when_its_group_quotes_it(
+    sample_db: Path, first: bool, judged: bool
+) -> None:
+    """bf-0004 runs to its end: grown by a round, its parity row's counts and detail change,
+    not its group. A verdict quotes the detail of each group's first session (by id) alone,
+    so its class is judged again if it is its group's first, and left if another is."""
+    db = connection.connect(sample_db)
+    conn = db.conn
+    columns = [r[1] for r in conn.execute("pragma table_info(session_parity)")]
+    if not first:  # another session in its group, before it by id
+        copied = ", ".join("'bf-0000'" if c == "session_id" else c for c in columns)
+        conn.execute(f"insert into session_parity ({', '.join(columns)}) "
+                     f"select {copied} from session_parity where session_id = 'bf-0004'")
+    detail = "select parity_detail from session_parity where session_id = 'bf-0004'"
+    (before,) = conn.execute(detail).fetchone()
+    conn.execute("update task_classes set reasons = 'edited' where task_class = 'bugfix'")
+    conn.execute("update sessions set rounds = rounds + 1, steps = steps + 1 "
+                 "where session_id = 'bf-0004'")
+    verdict_tables.after_ingest(db, True, {"bf-0004"}, incidents=False)
+    (after,) = conn.execute(detail).fetchone()
+    (reasons,) = conn.execute(
+        "select reasons from task_classes where task_class = 'bugfix'").fetchone()
+    db.conn.close()
+    assert after != before
+    assert (reasons != "edited") is judged

@@ -5,6 +5,8 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -181,6 +183,103 @@ def test_the_files_found_in_a_folder_are_the_regular_files_rglob_finds(tmp_path:
     assert [p.resolve() for p in listed if p.name != "b.jsonl"] == [
         p.resolve() for p in found]
     assert skipped == []
+
+
+@pytest.mark.parametrize("given", ["runs", "./runs", "runs/", "runs/../runs", "{tmp}//runs",
+                                   "{tmp}/runs/"])
+def test_a_folder_named_any_way_gives_the_absolute_normal_names_its_absolute_path_gives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: str
+) -> None:
+    """Names under a folder named by its absolute, normal path are not made absolute again:
+    named any other way (relative, ``.`` and ``..``, doubled or trailing slashes), the folder
+    gives the same names, each absolute and normal."""
+    (tmp_path / "runs" / "deep").mkdir(parents=True)
+    for name in ("a.jsonl", "deep/b.json"):
+        (tmp_path / "runs" / name).write_text("{}\n")
+    monkeypatch.chdir(tmp_path)
+    named = [name for name, _ in files.listing([given.format(tmp=tmp_path)])]
+    assert named == [str(tmp_path / "runs" / "a.jsonl"), str(tmp_path / "runs" / "deep" / "b.json")]
+    assert named == [os.path.abspath(name) for name in named]
+
+
+def _add_file(top: Path) -> None:
+    (top / "a" / "new.jsonl").write_text("{}\n")
+
+
+def _add_folder(top: Path) -> None:
+    (top / "a" / "fresh").mkdir()
+    (top / "a" / "fresh" / "f.jsonl").write_text("{}\n")
+
+
+def _link_to_folder(top: Path) -> None:
+    (top / "a" / "x.jsonl").unlink()
+    (top / "a" / "x.jsonl").symlink_to(top / "b", target_is_directory=True)
+
+
+CHANGES: dict[str, Callable[[Path], None]] = {
+    "a file added": _add_file,
+    "a file removed": lambda top: (top / "a" / "deep" / "y.json").unlink(),
+    "a file renamed": lambda top: (top / "a" / "x.jsonl").rename(top / "a" / "z.jsonl"),
+    "a file grown": lambda top: (top / "a" / "x.jsonl").write_text("{}\n{}\n"),
+    "a folder added": _add_folder,
+    "a folder removed": lambda top: shutil.rmtree(top / "a" / "deep"),
+    "a file made a link to a folder": _link_to_folder,
+    "a folder named like a ledger": lambda top: (top / "b" / "odd.jsonl").mkdir(),
+}
+
+
+@pytest.mark.parametrize("change", CHANGES.values(), ids=CHANGES)
+def test_folders_remembered_by_a_process_list_what_a_fresh_listing_lists(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: Callable[[Path], None]
+) -> None:
+    """A process that lists again lists a folder whose stat is unchanged from what it
+    remembered, with no scandir: after any change under the folders, the same files with
+    the same stats, and the same notes, as a listing that remembers nothing."""
+    top = tmp_path / "logs"
+    for name in ("a/x.jsonl", "a/deep/y.json", "b/z.jsonl"):
+        (top / name).parent.mkdir(parents=True, exist_ok=True)
+        (top / name).write_text("{}\n")
+    monkeypatch.setattr(files, "SETTLED_NS", -10**18)  # every folder as if changed long ago
+    monkeypatch.setattr(files, "_FOLDERS", {})
+
+    def listed(listings_before: int) -> tuple[list[tuple[str, int, int]], list[str]]:
+        monkeypatch.setattr(files, "_LISTINGS", [listings_before])
+        told: list[str] = []
+        found = files.listing([top], skip=lambda p, r: told.append(f"{p}: {r}"),
+                              folder=lambda p, r: told.append(f"{p}: {r}"))
+        return [(name, info.st_size, info.st_mtime_ns) for name, info in found], told
+
+    first = listed(1)
+    assert len(files._FOLDERS) == 4  # (logs, a, a/deep, b)
+    assert listed(1) == first  # listed from what it remembered
+    change(top)
+    assert listed(1) == listed(0)  # (0: a first listing, which remembers nothing)
+
+
+def test_a_folder_changed_lately_is_not_remembered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A change in the same tick of the file system's clock as the listing would leave the
+    folder's stat as it was: a folder changed within SETTLED_NS is listed again each time."""
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "x.jsonl").write_text("{}\n")
+    monkeypatch.setattr(files, "_FOLDERS", {})
+    monkeypatch.setattr(files, "_LISTINGS", [1])
+    files.listing([tmp_path / "logs"])
+    assert files._FOLDERS == {}
+    monkeypatch.setattr(files, "SETTLED_NS", -10**18)
+    files.listing([tmp_path / "logs"])
+    assert list(files._FOLDERS) == [str(tmp_path / "logs")]
+
+
+#: Parts of names, with the characters that sort below the separator (space, ``-``, ``.``).
+_PART = st.text(alphabet=" !-.0Aa_\x01\u00e9", min_size=1, max_size=4)
+
+
+@given(st.lists(st.lists(_PART, min_size=1, max_size=4), max_size=30))
+def test_names_sort_as_the_lists_of_their_parts_sort(paths: list[list[str]]) -> None:
+    names = [os.sep.join(parts) for parts in paths]
+    assert sorted(names, key=files._by_parts) == sorted(names, key=lambda n: n.split(os.sep))
 
 
 @pytest.mark.parametrize(
