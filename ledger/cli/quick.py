@@ -12,7 +12,8 @@ with something to read, or a database to make or migrate, or with one of those f
 runs (its defaults, bar and errors), without loading click; any other command line goes to
 the full command line, :mod:`ledger.cli.group`, which says everything itself. Loading click,
 sqlite-utils and the fold costs a few hundred milliseconds, the answer here a few: a re-run a
-user can feel (``bench/rerun.py``).
+user can feel (``bench/rerun.py``). ``ingest ... --resident`` goes to its client first
+(:mod:`ledger.cli.resident_client`), which asks a resident server the same.
 """
 
 from __future__ import annotations
@@ -43,25 +44,37 @@ def main() -> int:
     """The console script: the quick answer if there is one, a plain ingest run without
     click (:func:`ledger.cli.ingest_report.plain_ingest`), else the full command line."""
     argv = sys.argv[1:]
+    if argv[:1] == ["ingest"] and "--resident" in argv:
+        from ledger.cli.resident_client import resident_main
+
+        code = resident_main(argv)
+        if code is not None:
+            return code
     text = noop_summary(argv)
     if text is not None:
         sys.stdout.write(text + "\n")
         return 0
-    plain = plain_ingest_args(argv)
-    if plain is not None:
-        # The imports make tens of thousands of objects that live as long as the process and
-        # hold no garbage: the collector ran some 30 passes over them while they were made,
-        # and would walk them again in every later full pass (the imports' CPU time, 15
-        # fresh processes alternated: 105 ms with it, 92 ms without).
-        gc.disable()
-        from ledger.cli.ingest_report import plain_ingest
-
-        gc.freeze()
-        gc.enable()
-        return plain_ingest(*plain)
+    plain_args = plain_ingest_args(argv)
+    if plain_args is not None:
+        return plain(plain_args)
     from ledger.cli.group import cli
 
     return cli()  # exits itself, with the command's code
+
+
+def plain(args: Plain) -> int:
+    """:func:`ledger.cli.ingest_report.plain_ingest` of ``args``, imported as cheaply as
+    can be: its exit code."""
+    # The imports make tens of thousands of objects that live as long as the process and
+    # hold no garbage: the collector ran some 30 passes over them while they were made,
+    # and would walk them again in every later full pass (the imports' CPU time, 15
+    # fresh processes alternated: 105 ms with it, 92 ms without).
+    gc.disable()
+    from ledger.cli.ingest_report import plain_ingest
+
+    gc.freeze()
+    gc.enable()
+    return plain_ingest(*args)
 
 
 #: The flags a plain ingest may be given (the options that fold nothing differently).
