@@ -168,11 +168,35 @@ def idle_seconds() -> float:
         return IDLE_S
 
 
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def workers_die_with_the_server() -> None:
+    """The processes this one forks (an ingest's workers) killed when it dies (Linux): a
+    server killed mid-call would leave them behind, blocked, holding its lock and sockets, so
+    that no new server could start for the socket (and each call waited for a dead one)."""
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (ImportError, OSError, AttributeError):
+        return
+    server = os.getpid()
+
+    def in_child() -> None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != server:  # it died before that took hold
+            os._exit(1)
+
+    os.register_at_fork(after_in_child=in_child)
+
+
 def serve(sock: Path, db: str) -> int:
     """The server on ``sock`` for ``db``'s settings until idle, stopped or stale: exit code
     0, or :data:`ledger.live.hook_server.EXIT_BUSY` if another holds the socket's lock."""
     folder = Path(resident_client.folder())
     hook_server.private_folder(folder)
+    workers_die_with_the_server()
     server = Server(db)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     done = hook_server.serve(

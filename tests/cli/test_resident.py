@@ -261,6 +261,7 @@ def test_a_server_killed_mid_call_leaves_the_call_to_the_client(
     out, err = client.communicate(timeout=300)
     assert client.returncode == 0, err
     assert b"lines read" in out and b"Traceback" not in err
+    poll(lambda: not _servers_in(resident.runtime))  # its workers went with it
     plain = tmp_path / "plain"
     plain.mkdir()
     assert resident.run(["ingest", "plain.db", str(logs)], plain)[0] == 0
