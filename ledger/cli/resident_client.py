@@ -3,11 +3,11 @@
 
 A plain ingest pays for Python's start, its imports (some 60 ms installed) and its work; a
 resident server (:mod:`ledger.cli.resident_server`) has them loaded and answers each call
-with the same code, so the call costs a small process and one round trip. This client:
+with the same code, so the call costs a small process and one round trip. A re-run with
+nothing new is the server's too: its answer costs less than the console script's own check
+(:func:`ledger.cli.quick.noop_summary`), which imports sqlite3. This client:
 
-- answers a re-run with nothing new itself, as the console script does without
-  ``--resident`` (:func:`ledger.cli.quick.noop_summary`);
-- else sends the call (its folder, its streams' encodings and whether they are terminals,
+- sends the call (its folder, its streams' encodings and whether they are terminals,
   the settings the server is keyed on, the argument list) to the server for this database
   and these settings, and prints its answer: standard output, standard error and the exit
   code the plain command would give (no progress bar: the server draws none);
@@ -65,10 +65,6 @@ def resident_main(argv: list[str]) -> int | None:
     plain = quick.plain_ingest_args(rest)
     if plain is None:
         return None
-    text = quick.noop_summary(rest)
-    if text is not None:
-        sys.stdout.write(text + "\n")
-        return 0
     keyed = settings(plain[0])
     path = socket_path(keyed)
     answer = call(path, keyed[0], request(keyed, rest))
