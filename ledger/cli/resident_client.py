@@ -33,7 +33,7 @@ import os
 import sys
 
 from ledger.cli import quick
-from ledger.live.runtime_folder import SOCKET_MAX, short_folder
+from ledger.live.runtime_folder import short_folder
 
 RESIDENT, STOP = "--resident", "--stop"
 ENTRY = "ledger.cli.resident_server"
@@ -109,9 +109,8 @@ def folder() -> str:
 
 
 def socket_path(keyed: list[str]) -> str:
-    path = os.path.join(folder(), f"ingest-{key(keyed)}.sock")
-    assert len(os.fsencode(path)) <= SOCKET_MAX  # noqa: S101 - short_folder sees to it
-    return path
+    """The socket of the server for ``keyed`` (short enough: :func:`folder` sees to it)."""
+    return os.path.join(folder(), f"ingest-{key(keyed)}.sock")
 
 
 def request(keyed: list[str], argv: list[str]) -> bytes:

@@ -24,6 +24,7 @@ import pytest
 
 from ledger.cli import resident_client, resident_server
 from ledger.live import hook_server
+from ledger.live.runtime_folder import SOCKET_MAX
 from tests.corpus import write_ledgers
 from tests.helpers import REAL_LOGS, ROOT, dump
 from tests.live.test_hook_server import poll
@@ -352,3 +353,26 @@ def test_an_answer_not_whole_is_none(answer: bytes) -> None:
 def test_a_whole_answer_is_its_code_and_outputs() -> None:
     answer = resident_client.HEADER + b"3 4 2\nout\nE\n"
     assert resident_client.parse_answer(answer) == (3, b"out\n", b"E\n")
+
+
+@pytest.mark.parametrize("runtime", [None, "/run/user/1000", "/r" + "x" * 90])
+def test_a_socket_path_fits_a_unix_socket(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, runtime: str | None,
+) -> None:
+    if runtime is None:
+        monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    else:
+        monkeypatch.setenv("XDG_RUNTIME_DIR", runtime)
+    keyed = resident_client.settings(str(tmp_path / ("x" * 200) / "ledger.db"))
+    assert len(os.fsencode(resident_client.socket_path(keyed))) <= SOCKET_MAX
+
+
+def test_the_client_imports_neither_sqlite3_nor_the_fold() -> None:
+    """What the console script loads before a --resident call is sent (each costs ms)."""
+    heavy = ("sqlite3", "json", "hashlib", "socket", "subprocess", "ledger.ingest.unchanged",
+             "ledger.cli.ingest_report", "click")
+    code = ("import sys; import ledger.cli.quick, ledger.cli.resident_client; "
+            f"print([m for m in {heavy!r} if m in sys.modules])")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.stdout.strip() == "[]"
