@@ -131,10 +131,12 @@ class Server:
 
     def warm(self) -> None:
         """Everything a call uses, loaded before the socket is there: an ingest of an empty
-        file into a database thrown away (the modules, the options' files), the secret rule
-        set (which a call would load once it had asked its needs about 2 MB), then the stamp
-        of the package's files as loaded."""
+        file into a database thrown away (the modules, the options' files), the modules only
+        some calls use, the secret rule set (which a call would load once it had asked its
+        needs about 2 MB), then the stamp of the package's files as loaded."""
+        from ledger.analysis import budget_in_force  # noqa: F401 - (a summary's stop reasons)
         from ledger.core import secret_rules
+        from ledger.ingest import copies  # noqa: F401 - (a session in pieces of several files)
 
         with tempfile.TemporaryDirectory() as scratch:
             Path(scratch, "warm.jsonl").touch()
