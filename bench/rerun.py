@@ -14,7 +14,11 @@ once, then times whole processes, as a user's shell starts them, taking turns:
   every file again each run: it keeps nothing between runs);
 - ``grown N``: the same ingest after a turn was appended to N of the files (5 and 50 by
   default; each run appends new turns), to show that its cost follows the new lines, not
-  the files.
+  the files;
+- ``noop (resident)``, ``grown N (resident)``: the same with ``--resident``, answered by a
+  resident server (``docs/resident.md``) started before the timed rounds (its start, and its
+  memory when idle, after the rounds and after ingesting the whole corpus, are reported
+  apart; ``--no-resident`` leaves these out).
 
 Then the grown ingests again inside this process, everything loaded once: the work alone.
 Every run's figure is printed, then the medians and the ratio ccusage / noop (round by
@@ -34,6 +38,7 @@ note.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -91,6 +96,8 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, help="Build in this folder and keep it.")
     parser.add_argument("--editable", action="store_true",
                         help="Also time the no-op from the editable install of this checkout.")
+    parser.add_argument("--no-resident", action="store_true",
+                        help="Leave out the stages of ingest --resident.")
     args = parser.parse_args()
     work = args.keep or Path(tempfile.mkdtemp(prefix="rerun-"))
     shutil.rmtree(work / "claude", ignore_errors=True)
@@ -113,6 +120,13 @@ def main() -> None:
     kinds = {"python": [str(script.with_name("python")), "-c", "pass"], "noop": ours,
              **{f"grown {n}": ours for n in grown}}
     envs = {kind: env for kind in kinds}
+    resident = None if args.no_resident else Resident(script, work, env)
+    if resident is not None:
+        resident.start(work / "ledger.db")
+        kinds["noop (resident)"] = [*ours, "--resident"]
+        kinds.update({f"grown {n} (resident)": [*ours, "--resident"] for n in grown})
+        envs.update(dict.fromkeys(("noop (resident)", *(f"grown {n} (resident)"
+                                                        for n in grown)), resident.env))
     if args.editable:  # this checkout's code, imported through the editable install's finder
         kinds["noop editable"] = [sys.executable, "-m", "ledger", *ours[1:]]
         envs["noop editable"] = {**env, "PYTHONPATH": os.pathsep.join(
@@ -132,9 +146,13 @@ def main() -> None:
             took, out = timed(command, envs[kind])
             times[kind].append(took)
             print(f"round {round_ + 1} {kind}: {took:.1f} ms"
-                  + (f"  ({out.splitlines()[0]})" if command[1:] == ours[1:] else ""))
+                  + (f"  ({out.splitlines()[0]})" if command[1:3] == ours[1:3] else ""))
     medians = {kind: statistics.median(t) for kind, t in times.items()}
     report(times, medians)
+    if resident is not None:
+        resident.memory(work / "ledger.db", "after the rounds")
+        resident.whole_corpus(projects)
+        resident.stop()
     in_process(work / "ledger.db", projects, grow, args.rounds, (0, *sorted(set(grown))))
     if not args.keep:
         shutil.rmtree(work)
@@ -142,10 +160,76 @@ def main() -> None:
 
 def report(times: dict[str, list[float]], medians: dict[str, float]) -> None:
     print("medians: " + ", ".join(f"{k} {v:.1f} ms" for k, v in medians.items()))
-    if "ccusage" in medians:
-        ratios = [c / n for c, n in zip(times["ccusage"], times["noop"], strict=True)]
-        print("ccusage / noop, round by round: " + " ".join(f"{r:.1f}x" for r in ratios))
-        print(f"ccusage / noop, medians: {medians['ccusage'] / medians['noop']:.2f}x")
+    if "ccusage" not in medians:
+        return
+    for kind in [k for k in medians if k.startswith(("noop", "grown"))]:
+        ratios = [c / n for c, n in zip(times["ccusage"], times[kind], strict=True)]
+        print(f"ccusage / {kind}, round by round: " + " ".join(f"{r:.1f}x" for r in ratios)
+              + f"; medians: {medians['ccusage'] / medians[kind]:.2f}x")
+
+
+class Resident:
+    """The resident ingest servers of the installed package (``ingest --resident``), in a
+    folder of the bench's own (``XDG_RUNTIME_DIR``)."""
+
+    def __init__(self, script: Path, work: Path, env: dict[str, str]) -> None:
+        self.script, self.python = script, script.with_name("python")
+        self.env = {**env, "XDG_RUNTIME_DIR": str(work / "run"),
+                    "AGENT_LEDGER_RESIDENT_IDLE": "3600"}
+        self.pids: dict[Path, int] = {}
+
+    def start(self, db: Path) -> None:
+        """The server for ``db``, started as its client starts it, timed until it listens."""
+        socket = subprocess.run(
+            [str(self.python), "-c", "from ledger.cli import resident_client as r; "
+             f"k = r.settings({str(db)!r}); print(r.socket_path(k))"],
+            env=self.env, capture_output=True, text=True, check=True).stdout.strip()
+        started = time.perf_counter()
+        subprocess.Popen([str(self.python), "-P", "-m", "ledger.cli.resident_server", socket,
+                          os.path.realpath(db)], env=self.env, start_new_session=True,
+                         stdout=subprocess.DEVNULL)
+        while (pid := self._pid(db)) is None:  # (its info file is written once it listens)
+            if time.perf_counter() - started > 120:
+                raise SystemExit(f"no resident server on {socket} after 120 s")
+            time.sleep(0.005)
+        self.pids[db] = pid
+        print(f"resident server for {db.name}: listening after "
+              f"{(time.perf_counter() - started) * 1000:.0f} ms")
+        self.memory(db, "idle, warm")
+
+    def _pid(self, db: Path) -> int | None:
+        folder = Path(self.env["XDG_RUNTIME_DIR"]) / "agent-ledger"
+        for path in folder.glob("server-*.pid"):
+            try:
+                info = json.loads(path.read_text())
+            except (OSError, ValueError):
+                continue  # (written by a rename, so never half; gone meanwhile)
+            if info["args"][0] == os.path.realpath(db):
+                return int(info["pid"])
+        return None
+
+    def memory(self, db: Path, when: str) -> None:
+        """RSS and PSS of the server for ``db``, from /proc."""
+        fields = {}
+        for line in Path(f"/proc/{self.pids[db]}/smaps_rollup").read_text().splitlines()[1:]:
+            name, value = line.split(":")
+            fields[name] = int(value.split()[0])
+        print(f"resident server {self.pids[db]} for {db.name} ({when}): "
+              f"RSS {fields['Rss'] / 1024:.1f} MB, PSS {fields['Pss'] / 1024:.1f} MB")
+
+    def whole_corpus(self, projects: Path) -> None:
+        """A server for a new database, then the whole corpus ingested through it."""
+        db = projects.parent.parent / "whole.db"
+        self.start(db)
+        took, out = timed([str(self.script), "ingest", str(db), str(projects), "--resident"],
+                          self.env)
+        print(f"whole corpus through the resident server: {took:.0f} ms ({out.splitlines()[0]})")
+        self.memory(db, "after ingesting the whole corpus")
+
+    def stop(self) -> None:
+        for db in self.pids:
+            subprocess.run([str(self.script), "ingest", str(db), "--resident", "--stop"],
+                           env=self.env, check=True, capture_output=True)
 
 
 def in_process(db: Path, projects: Path, grow: Grower, rounds: int,

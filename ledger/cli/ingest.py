@@ -70,6 +70,17 @@ from ledger.ingest.summary import Summary
     help="The machine name recorded with each new source (sources.host), by which exports "
     "and the dashboard tell hosts apart.",
 )
+@click.option(
+    "--resident", is_flag=True,
+    help="Ask a server that stays up for this database (started on the first such call, "
+    "ended after 10 idle minutes) to run the ingest, warm: the same output and exit code "
+    "without Python's start and imports, and no progress bar. Takes no option but --strict, "
+    "--json and --[no-]progress. See docs/resident.md.",
+)
+@click.option(
+    "--stop", is_flag=True,
+    help="With --resident and no PATHS: stop this database's resident servers.",
+)
 @click.option("--batch-size", type=click.IntRange(min=1), default=DEFAULT_BATCH, hidden=True)
 def ingest_command(
     db_path: str,
@@ -82,6 +93,8 @@ def ingest_command(
     interval: float,
     jobs: int,
     host: str,
+    resident: bool,
+    stop: bool,
     batch_size: int,
 ) -> None:
     """Replay ledger files into the SQLite database DB_PATH.
@@ -101,7 +114,13 @@ def ingest_command(
         agent-ledger ingest ledger.db runs/ --budget max_rounds=20 --json
         agent-ledger ingest ledger.db runs/ --follow --interval 0.5
         agent-ledger ingest ledger.db runs/ --jobs 0
+        agent-ledger ingest ledger.db runs/ --resident
     """
+    if resident or stop:  # the console script answers those it can (ledger.cli.resident_client)
+        raise click.UsageError(
+            "--resident takes no option but --strict, --json and --[no-]progress, and "
+            "--stop goes with --resident and the database alone"
+        )
     options.batch = batch_size
     options.jobs = jobs
     options.host = host

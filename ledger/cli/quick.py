@@ -12,19 +12,26 @@ with something to read, or a database to make or migrate, or with one of those f
 runs (its defaults, bar and errors), without loading click; any other command line goes to
 the full command line, :mod:`ledger.cli.group`, which says everything itself. Loading click,
 sqlite-utils and the fold costs a few hundred milliseconds, the answer here a few: a re-run a
-user can feel (``bench/rerun.py``).
+user can feel (``bench/rerun.py``). ``ingest ... --resident`` goes to its client first
+(:mod:`ledger.cli.resident_client`), which asks a resident server the same.
 """
 
 from __future__ import annotations
 
 import gc
 import os
-import sqlite3
 import sys
 from stat import S_ISDIR, S_ISLNK, S_ISREG
+from typing import TYPE_CHECKING
 
-from ledger.db.schema_version import SCHEMA_VERSION
-from ledger.ingest.unchanged import DEFAULT_FOLD_DIGEST, Known, is_unchanged, read_to_end, suffix
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    from ledger.ingest.unchanged import Known
+
+# sqlite3 and ledger.ingest.unchanged are imported by the no-op check only (_untouched): the
+# client of ``ingest --resident`` (ledger.cli.resident_client) runs before it, and never
+# needs them (sqlite3 and what it imports: some 9 ms of a call that costs 30).
 
 #: What ``agent-ledger ingest`` prints for a pass over ``files`` of which none was new or
 #: grown and no line was read (``ledger.cli.ingest_report.format_summary`` prints these lines too).
@@ -43,25 +50,37 @@ def main() -> int:
     """The console script: the quick answer if there is one, a plain ingest run without
     click (:func:`ledger.cli.ingest_report.plain_ingest`), else the full command line."""
     argv = sys.argv[1:]
+    if argv[:1] == ["ingest"] and "--resident" in argv:
+        from ledger.cli.resident_client import resident_main
+
+        code = resident_main(argv)
+        if code is not None:
+            return code
     text = noop_summary(argv)
     if text is not None:
         sys.stdout.write(text + "\n")
         return 0
-    plain = plain_ingest_args(argv)
-    if plain is not None:
-        # The imports make tens of thousands of objects that live as long as the process and
-        # hold no garbage: the collector ran some 30 passes over them while they were made,
-        # and would walk them again in every later full pass (the imports' CPU time, 15
-        # fresh processes alternated: 105 ms with it, 92 ms without).
-        gc.disable()
-        from ledger.cli.ingest_report import plain_ingest
-
-        gc.freeze()
-        gc.enable()
-        return plain_ingest(*plain)
+    plain_args = plain_ingest_args(argv)
+    if plain_args is not None:
+        return plain(plain_args)
     from ledger.cli.group import cli
 
     return cli()  # exits itself, with the command's code
+
+
+def plain(args: Plain) -> int:
+    """:func:`ledger.cli.ingest_report.plain_ingest` of ``args``, imported as cheaply as
+    can be: its exit code."""
+    # The imports make tens of thousands of objects that live as long as the process and
+    # hold no garbage: the collector ran some 30 passes over them while they were made,
+    # and would walk them again in every later full pass (the imports' CPU time, 15
+    # fresh processes alternated: 105 ms with it, 92 ms without).
+    gc.disable()
+    from ledger.cli.ingest_report import plain_ingest
+
+    gc.freeze()
+    gc.enable()
+    return plain_ingest(*args)
 
 
 #: The flags a plain ingest may be given (the options that fold nothing differently).
@@ -99,7 +118,7 @@ def noop_summary(argv: list[str]) -> str | None:
         return None
     try:
         files = _untouched(plain[0], plain[1])
-    except (Unsure, OSError, sqlite3.Error, UnicodeError):
+    except (Unsure, OSError, UnicodeError):
         return None
     return "\n".join((
         FILES_LINE.format(files=files, new=0, grown=0, unchanged=files, lines=0),
@@ -110,55 +129,68 @@ def noop_summary(argv: list[str]) -> str | None:
 
 def _untouched(db_path: str, given: tuple[str, ...]) -> int:
     """How many files ``given`` names, all known to ``db_path`` as read to their end and
-    untouched; :class:`Unsure` (or an OS or SQLite error) when not so."""
+    untouched; :class:`Unsure` (or an OS error) when not so (a SQLite error is Unsure)."""
+    import sqlite3
+
+    from ledger.db.schema_version import SCHEMA_VERSION
+    from ledger.ingest import unchanged
+
     if not _prices_pinned() or not os.path.isfile(db_path):
         raise Unsure
-    conn = sqlite3.connect(f"file:{_uri_path(db_path)}?mode=rw", uri=True, timeout=0)
     try:
-        (version,) = conn.execute("PRAGMA user_version").fetchone()
-        if version != SCHEMA_VERSION or not conn.execute(
-            "SELECT 1 FROM verdict_settings LIMIT 1"
-        ).fetchone():
-            raise Unsure  # migrations to apply, or verdict tables never computed
-        known = read_to_end(conn)
-    finally:
-        conn.close()
+        conn = sqlite3.connect(f"file:{_uri_path(db_path)}?mode=rw", uri=True, timeout=0)
+        try:
+            (version,) = conn.execute("PRAGMA user_version").fetchone()
+            if version != SCHEMA_VERSION or not conn.execute(
+                "SELECT 1 FROM verdict_settings LIMIT 1"
+            ).fetchone():
+                raise Unsure  # migrations to apply, or verdict tables never computed
+            known = unchanged.read_to_end(conn)
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        raise Unsure from exc
     found: set[tuple[int, int]] = set()
     for path in given:
         stat = os.lstat(path)  # one call: a link's own, or the file's (500 named: 1,000 fewer)
         if S_ISLNK(stat.st_mode):
             raise Unsure
         if S_ISDIR(stat.st_mode):
-            _walk(path, known, found)
+            _walk(path, known, found, unchanged)
         else:
-            _check(os.path.abspath(path), stat, known, found)
+            _check(os.path.abspath(path), stat, known, found, unchanged)
     return len(found)
 
 
-def _walk(folder: str, known: Known, found: set[tuple[int, int]]) -> None:
+def _walk(
+    folder: str, known: Known, found: set[tuple[int, int]], unchanged: ModuleType
+) -> None:
     """The ledger files under ``folder``, as :func:`ledger.ingest.files.discover` finds them;
     anything it would note (a link to a file, a folder named like a ledger, not a regular
     file) is :class:`Unsure`. Links to folders are not followed, as there."""
     with os.scandir(folder) as entries:
         for entry in entries:
-            ledger_like = suffix(entry.name) in SUFFIXES
+            ledger_like = unchanged.suffix(entry.name) in SUFFIXES
             if entry.is_dir():
                 if ledger_like:
                     raise Unsure
                 if not entry.is_symlink():
-                    _walk(entry.path, known, found)
+                    _walk(entry.path, known, found, unchanged)
             elif ledger_like:
                 if entry.is_symlink():
                     raise Unsure
-                _check(os.path.abspath(entry.path), entry.stat(), known, found)
+                _check(os.path.abspath(entry.path), entry.stat(), known, found, unchanged)
 
 
-def _check(path: str, stat: os.stat_result, known: Known, found: set[tuple[int, int]]) -> None:
+def _check(
+    path: str, stat: os.stat_result, known: Known, found: set[tuple[int, int]],
+    unchanged: ModuleType,
+) -> None:
     path.encode("utf-8")  # a name the database cannot keep: the full command notes it
     identity = (stat.st_dev, stat.st_ino)
     if not S_ISREG(stat.st_mode) or identity in found:
         raise Unsure
-    if not is_unchanged(known, path, stat, DEFAULT_FOLD_DIGEST):
+    if not unchanged.is_unchanged(known, path, stat, unchanged.DEFAULT_FOLD_DIGEST):
         raise Unsure
     found.add(identity)
 

@@ -42,15 +42,12 @@ from pathlib import Path
 from typing import Any
 
 from ledger.live import hook_store
+from ledger.live.runtime_folder import SOCKET_MAX, short_folder
 
-Handler = Callable[[bytes], str]
+Handler = Callable[[bytes], "str | bytes"]
 HEADER = b"agent-ledger-hook/1\n"  # the client checks it (hook_client.HEADER)
 REQUEST_MAX = 16 * 1024 * 1024  # a hook input larger than this is cut (and fails to parse)
 IDLE_S = 30 * 60.0
-#: A Unix socket's path is at most 107 bytes on Linux (104 on macOS): longer ones go to a short
-#: folder of this user's (:func:`short_folder`).
-SOCKET_MAX = 100
-KEY_NAME = "0123456789ab.sock"  # the length of a socket's name in the short folder
 TICK_S = 0.5  # how often an idle server looks at its clock and its stop event
 CALL_TIMEOUT_S = 5.0
 
@@ -67,16 +64,7 @@ def socket_path(db: Path, args: Sequence[str]) -> Path:
     path = hook_store.state_dir(db) / f"hook-{key}.sock"
     if len(os.fsencode(path)) <= SOCKET_MAX:
         return path
-    return short_folder() / f"{key}.sock"
-
-
-def short_folder() -> Path:
-    """``$XDG_RUNTIME_DIR/agent-ledger`` (a folder of this user's), else
-    ``/tmp/agent-ledger-<uid>``; made ``0700`` by the server (:func:`private_folder`)."""
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    if runtime and len(os.fsencode(Path(runtime) / "agent-ledger" / KEY_NAME)) <= SOCKET_MAX:
-        return Path(runtime) / "agent-ledger"
-    return Path("/tmp") / f"agent-ledger-{os.getuid()}"
+    return Path(short_folder()) / f"{key}.sock"
 
 
 def private_folder(folder: Path) -> None:
@@ -88,12 +76,14 @@ def private_folder(folder: Path) -> None:
         raise OSError(f"{folder} is not a private folder of this user's")
 
 
-def pid_file(db: Path, sock: Path) -> Path:
-    return hook_store.state_dir(db) / f"server-{_digest(str(sock))}.pid"
+def pid_file(db: Path, sock: Path, folder: Path | None = None) -> Path:
+    """The info file of the server on ``sock``: in ``folder``, by default the hook's state
+    folder of ``db``."""
+    return (folder or hook_store.state_dir(db)) / f"server-{_digest(str(sock))}.pid"
 
 
-def lock_file(db: Path, sock: Path) -> Path:
-    return pid_file(db, sock).with_suffix(".lock")
+def lock_file(db: Path, sock: Path, folder: Path | None = None) -> Path:
+    return pid_file(db, sock, folder).with_suffix(".lock")
 
 
 @dataclass
@@ -136,13 +126,15 @@ class PackageStamp:
 def serve(
     sock: Path, db: Path, handle: Handler, *, args: Sequence[str] = (), idle_s: float = IDLE_S,
     warm: Callable[[], None] | None = None, stale: Callable[[], bool] | None = None,
-    stop: Any = None, ready: Any = None,
+    stop: Any = None, ready: Any = None, folder: Path | None = None, header: bytes = HEADER,
 ) -> bool:
     """Answer calls on ``sock`` until idle for ``idle_s``, ``stale()`` after a call, or
     ``stop`` (a :class:`threading.Event`) is set. False at once if another server holds the
     lock. ``warm`` runs once the lock is held, before the socket is there; ``stale`` defaults
-    to a :class:`PackageStamp` of the package as loaded after it."""
-    lock = _hold(lock_file(db, sock))
+    to a :class:`PackageStamp` of the package as loaded after it. The pid and lock files are
+    in ``folder`` (by default the hook's state folder of ``db``); each answer starts with
+    ``header``."""
+    lock = _hold(lock_file(db, sock, folder))
     if lock is None:
         return False
     try:
@@ -164,24 +156,26 @@ def serve(
                 os.umask(mask)
             server.listen(64)
             info = Info(os.getpid(), _now(), str(sock), list(args), idle_s)
-            _write_info(db, sock, info)
+            info_file = pid_file(db, sock, folder)
+            _write_info(info_file, info)
             if ready is not None:
                 ready.set()
-            _loop(server, handle, info, db, sock, idle_s, stale, stop)
+            answer = _answerer(handle, header)
+            _loop(server, answer, info, info_file, idle_s, stale, stop)
             sock.unlink(missing_ok=True)  # no new call finds it, then the queued ones answered
-            _drain(server, handle)
+            _drain(server, answer)
         finally:
             server.close()
             sock.unlink(missing_ok=True)  # (no other server binds it while the lock is ours)
-            pid_file(db, sock).unlink(missing_ok=True)
+            pid_file(db, sock, folder).unlink(missing_ok=True)
     finally:
         os.close(lock)
     return True
 
 
 def _loop(
-    server: socket.socket, handle: Handler, info: Info, db: Path, sock: Path, idle_s: float,
-    stale: Callable[[], bool], stop: Any,
+    server: socket.socket, answer: Callable[[socket.socket], None], info: Info,
+    info_file: Path, idle_s: float, stale: Callable[[], bool], stop: Any,
 ) -> None:
     last = time.monotonic()
     server.settimeout(min(TICK_S, idle_s))
@@ -192,32 +186,38 @@ def _loop(
             if time.monotonic() - last >= idle_s:
                 return
             continue
-        _answer(conn, handle)
+        answer(conn)
         last = time.monotonic()
         info.calls += 1
         info.last_call = _now()
-        _write_info(db, sock, info)
+        _write_info(info_file, info)
         if stale():
             return
 
 
-def _drain(server: socket.socket, handle: Handler) -> None:
+def _drain(server: socket.socket, answer: Callable[[socket.socket], None]) -> None:
     server.setblocking(False)
     while True:
         try:
             conn, _ = server.accept()
         except (BlockingIOError, InterruptedError):
             return
-        _answer(conn, handle)
+        answer(conn)
 
 
-def _answer(conn: socket.socket, handle: Handler) -> None:
-    with conn:
-        conn.settimeout(CALL_TIMEOUT_S)
-        try:
-            conn.sendall(HEADER + handle(_read(conn)).encode())
-        except OSError:
-            pass  # the client went away: nothing to answer
+def _answerer(handle: Handler, header: bytes) -> Callable[[socket.socket], None]:
+    """What answers one connection: ``header`` then ``handle``'s answer to its request."""
+
+    def answer(conn: socket.socket) -> None:
+        with conn:
+            conn.settimeout(CALL_TIMEOUT_S)
+            try:
+                text = handle(_read(conn))
+                conn.sendall(header + (text.encode() if isinstance(text, str) else text))
+            except OSError:
+                pass  # the client went away: nothing to answer
+
+    return answer
 
 
 def _read(conn: socket.socket) -> bytes:
@@ -228,10 +228,11 @@ def _read(conn: socket.socket) -> bytes:
     return b"".join(chunks)
 
 
-def running(db: Path) -> list[Info]:
-    """The servers answering for ``db`` now (their lock held), oldest first."""
+def running(db: Path, folder: Path | None = None) -> list[Info]:
+    """The servers answering for ``db`` now (their lock held), oldest first: those whose
+    files are in ``folder`` (by default the hook's state folder of ``db``)."""
     found = []
-    for path in sorted(hook_store.state_dir(db).glob("server-*.pid")):
+    for path in sorted((folder or hook_store.state_dir(db)).glob("server-*.pid")):
         try:
             info = Info(**json.loads(path.read_text(encoding="utf-8")))
         except (OSError, ValueError, TypeError):
@@ -242,11 +243,12 @@ def running(db: Path) -> list[Info]:
 
 
 def stop_servers(db: Path, sockets: Iterable[str] | None = None,
-                 wait_s: float = 10.0) -> list[Info]:
-    """Stop the running servers of ``db`` (those on ``sockets`` only, if given): SIGTERM,
-    then wait up to ``wait_s`` for each to let go of its lock. The servers stopped."""
+                 wait_s: float = 10.0, folder: Path | None = None) -> list[Info]:
+    """Stop the running servers of ``db`` (those on ``sockets`` only, if given; their files
+    in ``folder`` as for :func:`running`): SIGTERM, then wait up to ``wait_s`` for each to let
+    go of its lock. The servers stopped."""
     wanted = None if sockets is None else set(sockets)
-    stopped = [i for i in running(db) if wanted is None or i.socket in wanted]
+    stopped = [i for i in running(db, folder) if wanted is None or i.socket in wanted]
     for info in stopped:
         try:
             os.kill(info.pid, signal.SIGTERM)
@@ -254,7 +256,7 @@ def stop_servers(db: Path, sockets: Iterable[str] | None = None,
             continue
     deadline = time.monotonic() + wait_s
     for info in stopped:
-        lock = lock_file(db, Path(info.socket))
+        lock = lock_file(db, Path(info.socket), folder)
         while _held(lock) and time.monotonic() < deadline:
             time.sleep(0.05)
     return stopped
@@ -305,8 +307,7 @@ def _held(path: Path) -> bool:
     return False
 
 
-def _write_info(db: Path, sock: Path, info: Info) -> None:
-    path = pid_file(db, sock)
+def _write_info(path: Path, info: Info) -> None:
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_text(json.dumps(asdict(info)), encoding="utf-8")
     os.replace(tmp, path)
