@@ -1,19 +1,19 @@
 """The ``agent-ledger`` entry point: a re-ingest with nothing new answered before click loads,
 and one with new lines to read run without click.
 
-``agent-ledger ingest DB PATHS...``, given no option but ``--strict``, over files that are
-all sources read to their end and untouched since (:mod:`ledger.ingest.unchanged`), in a
-database whose schema and verdict tables are current, prints what the full command would
-print for it and exits 0: with ``os`` and ``sqlite3`` alone, one query, one stat a file, and
-nothing written, as the full command writes nothing then either. Anything else goes
-further: a plain ingest (no option but ``--strict``, ``--json`` and ``--[no-]progress``)
-with something to read, or a database to make or migrate, or with one of those flags but
-``--strict``, is run by :func:`ledger.cli.ingest_report.plain_ingest`, the code the command
-runs (its defaults, bar and errors), without loading click; any other command line goes to
-the full command line, :mod:`ledger.cli.group`, which says everything itself. Loading click,
-sqlite-utils and the fold costs a few hundred milliseconds, the answer here a few: a re-run a
-user can feel (``bench/rerun.py``). ``ingest ... --resident`` goes to its client first
-(:mod:`ledger.cli.resident_client`), which asks a resident server the same.
+``agent-ledger ingest DB PATHS...``, given no option but ``--strict`` and ``--no-progress`` (a
+bar with no line to count draws nothing), over files that are all sources read to their end and
+untouched since (:mod:`ledger.ingest.unchanged`), in a database whose schema and verdict tables
+are current, prints what the full command would print for it and exits 0: with ``os`` and
+``sqlite3`` alone, one query, one stat a file, and nothing written, as the full command writes
+nothing then either. Anything else goes further: a plain ingest (no option but ``--strict``,
+``--json`` and ``--[no-]progress``) with something to read, or a database to make or migrate,
+or with ``--json`` or ``--progress``, is run by :func:`ledger.cli.ingest_report.plain_ingest`,
+the code the command runs (its defaults, bar and errors), without loading click; any other
+command line goes to the full command line, :mod:`ledger.cli.group`, which says everything
+itself. Loading click, sqlite-utils and the fold costs a few hundred milliseconds, the answer
+here a few: a re-run a user can feel (``bench/rerun.py``). ``ingest ... --resident`` goes to
+its client first (:mod:`ledger.cli.resident_client`), which asks a resident server the same.
 """
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ def noop_summary(argv: list[str]) -> str | None:
     """The summary ``agent-ledger ARGV`` prints, if it is an ingest with nothing to read that
     this can tell; else None."""
     plain = plain_ingest_args(argv)  # with --strict, exits 0 here too: nothing put aside
-    if plain is None or plain[3] or plain[4] is not None:  # --json, --progress: not here
+    if plain is None or plain[3] or plain[4]:  # --json, --progress: not here
         return None
     try:
         files = _untouched(plain[0], plain[1])

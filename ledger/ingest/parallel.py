@@ -253,15 +253,20 @@ class Workers:
         if self._loader is not None:
             self._loader.join()  # never fork while it runs (see the class)
         context = multiprocessing.get_context(START_METHOD)
-        if START_METHOD == "fork":
+        forking = START_METHOD == "fork"
+        if forking:
             _before_forking()
         jobs, count = self._jobs[first:], self._count
         for n in range(min(count, len(jobs))):
             mine = jobs[n::count]
             receive, send = context.Pipe(duplex=False)
+            # A forked worker starts with a copy of every read end the writer holds, its own
+            # too: kept open, a writer killed (kill -9) would leave it blocked for ever on a
+            # full pipe no one reads. It closes them first (spawned ones are given none).
+            held = (*(w.connection for w in self._workers), receive) if forking else ()
             process = context.Process(
-                target=work, args=(mine, send, self._options, self._db_path), daemon=True,
-                name=f"agent-ledger fold {n + 1}",
+                target=work, args=(mine, send, self._options, self._db_path, held),
+                daemon=True, name=f"agent-ledger fold {n + 1}",
             )
             process.start()
             send.close()
@@ -327,8 +332,15 @@ class _Worker:
             self.process.join()
 
 
-def work(jobs: list[Job], connection: Connection, options: Options, db_path: str) -> None:
-    """A worker's life: fold each job's file, send its batches and an end (or a failure)."""
+def work(
+    jobs: list[Job], connection: Connection, options: Options, db_path: str,
+    held: tuple[Connection, ...] = (),
+) -> None:
+    """A worker's life: fold each job's file, send its batches and an end (or a failure).
+    ``held``: the writer's read ends this forked process holds a copy of, closed first, so
+    that its sends fail once the writer is gone, however it went (and the worker ends)."""
+    for end in held:
+        end.close()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the writer's to handle
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not --follow's handler, inherited
     # The writer is the bottleneck: workers give way to it (7.38-7.45 s against 7.51-7.66 s

@@ -489,26 +489,63 @@ def test_ctrl_c_on_a_following_ingest_with_workers_leaves_no_worker_and_loses_no
         cwd=ROOT, env=paused_env(0.02), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         text=True,
     )
-    children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
-    workers: list[int] = []
-    deadline = time.monotonic() + 30
-    while len(workers) < 2 and time.monotonic() < deadline:
-        workers = [int(pid) for pid in children.read_text().split()]
-        time.sleep(0.01)
-    assert len(workers) == 2
+    workers = _children_once_there(proc, 2)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     assert "Traceback" not in err
-    for pid in workers:
-        assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(
-            f"/proc/{pid}/status").read_text()
+    assert [pid for pid in workers if _running(pid)] == []
     read = rows(db, "select coalesce(sum(offset), 0) as n from sources")[0]["n"]
     assert read < sum(f.stat().st_size for f in files), "it read everything before it stopped"
     ingest(db, [runs], Options(jobs=0))
     clean = tmp_path / "clean.db"
     ingest(clean, [runs], Options(jobs=0))
     assert_same(clean, db)
+
+
+def test_a_writer_killed_with_kill_9_leaves_no_worker_behind(tmp_path: Path) -> None:
+    """A real ``ingest --jobs 2`` killed with SIGKILL once both workers run: each worker, its
+    pipe's read end closed with the writer (it holds no copy of its own), fails its next send
+    and ends, as a writer's Ctrl-C ends it, not blocked for ever on a full pipe.
+
+    The writer pauses 50 ms after each of its 72 commits, so it is still at work when killed,
+    however fast the machine; a worker folds ahead of it until its pipe is full. How long the
+    workers take to end is not timed: only that they do, within a minute."""
+    runs = tmp_path / "runs"
+    write_ledgers(runs, 36_000, files=4, seed=5)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ledger", "ingest", str(tmp_path / "ledger.db"), str(runs),
+         "--jobs", "2", "--batch-size", "500", "--no-progress"],
+        cwd=ROOT, env=paused_env(0.05), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    workers = _children_once_there(proc, 2)
+    proc.kill()
+    proc.wait()
+    deadline = time.monotonic() + 60
+    while (alive := [pid for pid in workers if _running(pid)]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for pid in alive:  # (not left running after the test, whatever it says)
+        os.kill(pid, signal.SIGKILL)
+    assert alive == [], "workers still running a minute after their writer was killed"
+
+
+def _children_once_there(proc: subprocess.Popen[bytes], count: int) -> list[int]:
+    children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
+    deadline = time.monotonic() + 60
+    found: list[int] = []
+    while len(found) < count and time.monotonic() < deadline and proc.poll() is None:
+        found = [int(pid) for pid in children.read_text().split()]
+        time.sleep(0.01)
+    assert len(found) == count, f"{len(found)} workers seen (the ingest: {proc.poll()})"
+    return found
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` runs: an orphan that ended stays a zombie where nothing reaps it."""
+    try:
+        return "zombie" not in Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
 
 
 @pytest.fixture
