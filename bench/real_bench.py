@@ -21,6 +21,7 @@ falls on both; each run is kept and reported, and every ratio is also given roun
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ import generate
 import installed
 import real_corpus
 from harness import MB, Figure, Run, copy_to_disk, fresh, log, stage
+from resident import Resident
 
 REAL_STAGES = ("ccusage", "real-raw", "real-noop", "real-incremental", "real-memory", "varied")
 
@@ -197,7 +199,10 @@ class RealLogs:
         copy = self.work / "real-incremental.db"
         ours = f"real: {GROWN_FILES} files grown, ingest (command)"
         work = f"real: {GROWN_FILES} files grown, ingest (in-process, imports done)"
-        runs: dict[str, list[Run]] = {ours: [], work: [], "real: ccusage, incremental rounds": []}
+        warm = f"real: {GROWN_FILES} files grown, ingest --resident (command)"
+        runs: dict[str, list[Run]] = {ours: [], work: [], warm: [],
+                                      "real: ccusage, incremental rounds": []}
+        server = self.resident_server(copy, db)
         added = lines = 0
         for n in range(self.args.incremental_repeat):
             fresh(copy)
@@ -208,6 +213,11 @@ class RealLogs:
             copy_to_disk(db, copy)
             runs[work].append(stage("ingest", {"db": str(copy), "paths": list(map(str, claude)),
                                                "imported": True}))
+            fresh(copy)
+            copy_to_disk(db, copy)
+            command = self.ingest_argv(copy, claude)
+            command["argv"].append("--resident")
+            runs[warm].append(stage("command", {**command, "env": server.env}))
             if exe is not None:
                 runs["real: ccusage, incremental rounds"].append(
                     stage("command", self.ccusage_args(exe, folder, "claude")))
@@ -216,6 +226,7 @@ class RealLogs:
                 + ", ".join(f"{k.removeprefix('real: ')} {v[-1].result['seconds']:.3f} s"
                             for k, v in runs.items() if v))
         fresh(copy)
+        server.stop()
         for name, kept in runs.items():
             if kept:
                 self.bench.add(name, kept, size=added,
@@ -225,7 +236,22 @@ class RealLogs:
                                else "the same ingest in a process that imported the command "
                                "first: its work, without Python's start and the imports"
                                if name == work
+                               else "the same ingest answered by its resident server "
+                               "(docs/resident.md), started before the rounds"
+                               if name == warm
                                else note_for(name, kept))
+
+    def resident_server(self, copy: Path, db: Path) -> Resident:
+        """The resident server the ``--resident`` rounds call, started before them (its start,
+        which its warm-up makes as slow as a first ingest, is not a re-run's cost)."""
+        script = installed.console_script(self.args.data)
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",
+                                                                "PYTHONDONTWRITEBYTECODE")}
+        server = Resident(script, self.work, env)
+        fresh(copy)
+        copy_to_disk(db, copy)
+        server.start(copy)
+        return server
 
     def memory(self) -> None:
         """The in-process ingest's peak memory on a corpus half the size (the whole one's
@@ -365,6 +391,9 @@ def targets(report: Any) -> None:
     if grown in f:
         faster(report, f"real logs: {GROWN_FILES} files grown by a few lines, ingest vs "
                "ccusage", grown, "real: ccusage, incremental rounds", 5.0)
+    faster(report, f"real logs: {GROWN_FILES} files grown, ingest --resident vs ccusage",
+           f"real: {GROWN_FILES} files grown, ingest --resident (command)",
+           "real: ccusage, incremental rounds", 5.0)
     work = f.get(f"real: {GROWN_FILES} files grown, ingest (in-process, imports done)")
     if grown in f and work:
         whole = f[grown].seconds
