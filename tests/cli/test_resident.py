@@ -251,7 +251,8 @@ def test_a_server_killed_mid_call_leaves_the_call_to_the_client(
     server = resident.start(tmp_path / "ledger.db")
     client = subprocess.Popen(
         [sys.executable, "-m", "ledger", "ingest", "ledger.db", "logs", "--resident"],
-        cwd=tmp_path, env=resident.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        cwd=tmp_path, env=resident.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        preexec_fn=_ctrl_c_default)
     poll(lambda: _read(tmp_path / "ledger.db") > 0)  # a batch committed, more to come
     server.kill()
     server.wait(timeout=60)  # (gone, not a zombie: as a detached server's parent reaps it)
@@ -265,6 +266,13 @@ def test_a_server_killed_mid_call_leaves_the_call_to_the_client(
     assert dump(tmp_path / "ledger.db") == dump(plain / "plain.db")
 
 
+def _ctrl_c_default() -> None:
+    """Ctrl-C's own effect in the client, as a terminal's: a test run started with SIGINT
+    ignored (a shell's background job, a CI runner) hands that on, and Python keeps it (the
+    client would then finish the call and exit 0, as it should where Ctrl-C is ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_in_the_client_lets_the_server_finish_the_call(
     resident: Resident, tmp_path: Path,
 ) -> None:
@@ -273,7 +281,8 @@ def test_ctrl_c_in_the_client_lets_the_server_finish_the_call(
     resident.start(tmp_path / "ledger.db")
     client = subprocess.Popen(
         [sys.executable, "-m", "ledger", "ingest", "ledger.db", "logs", "--resident"],
-        cwd=tmp_path, env=resident.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        cwd=tmp_path, env=resident.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        preexec_fn=_ctrl_c_default)
     poll(lambda: _read(tmp_path / "ledger.db") > 0)
     client.send_signal(signal.SIGINT)
     out, err = client.communicate(timeout=300)
