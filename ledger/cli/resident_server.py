@@ -147,6 +147,7 @@ class Server:
         self.stamp = hook_server.PackageStamp.of([
             *hook_server.PackageStamp.loaded("ledger").files,
             *hook_server.PackageStamp.loaded("genai_prices").files,
+            *package_data(),
         ])
         gc.collect()
         gc.freeze()  # what is loaded now lives as long as the server: no pass walks it again
@@ -160,6 +161,15 @@ class Server:
                 return answer(call)
         except Exception:  # noqa: BLE001 - the client runs it itself, and says what it says
             return REFUSED
+
+
+def package_data() -> list[str]:
+    """The package's files that are not modules (the default action map, the native event
+    schema): a call reads them as it runs the modules, so a change to one alone ends the
+    server too."""
+    package = Path(__file__).resolve().parent.parent
+    return sorted(str(p) for p in package.rglob("*")
+                  if p.is_file() and p.suffix not in (".py", ".pyc"))
 
 
 def idle_seconds() -> float:

@@ -204,8 +204,18 @@ def test_an_idle_server_ends_by_itself(resident: Resident, tmp_path: Path) -> No
     assert not Path(sock).exists()
 
 
+#: A file of the package changed while its server is up, and what the next call prints first.
+CHANGES = {
+    "a module": ("cli/quick.py", lambda text: text.replace('"{files} files (', '"{files} FILES ('),
+                 "2 FILES (0 new, 1 grown"),  # (the new code's answer)
+    "the default action map": ("config/action_classes.toml", lambda text: text + "\n# edited\n",
+                               "2 files (0 new, 1 grown"),
+}
+
+
+@pytest.mark.parametrize("change", CHANGES)
 def test_a_changed_package_is_never_answered_with_and_ends_its_server(
-    resident: Resident, tmp_path: Path,
+    resident: Resident, tmp_path: Path, change: str,
 ) -> None:
     """A copy of the package, changed while its server is up (an upgrade, an edit): the
     next call is refused and run by the client with the new code, and the server ends."""
@@ -216,11 +226,12 @@ def test_a_changed_package_is_never_answered_with_and_ends_its_server(
     copy_samples(tmp_path)
     resident.run(["ingest", "ledger.db", "logs", "--resident"], tmp_path, env)
     server = poll(lambda: resident_server.servers_of(str(tmp_path / "ledger.db")))[0]
-    changed = package / "ledger" / "cli" / "quick.py"
-    changed.write_text(changed.read_text().replace('"{files} files (', '"{files} FILES ('))
+    name, edit, first = CHANGES[change]
+    changed = package / "ledger" / name
+    changed.write_text(edit(changed.read_text()))
     grow(tmp_path)
     code, out, _ = resident.run(["ingest", "ledger.db", "logs", "--resident"], tmp_path, env)
-    assert code == 0 and out.startswith("2 FILES (0 new, 1 grown")  # the new code's answer
+    assert code == 0 and out.startswith(first)
     poll(lambda: not resident_server.servers_of(str(tmp_path / "ledger.db")))
     assert not Path(server.socket).exists()
 
