@@ -38,7 +38,7 @@ from ledger.live.runtime_folder import short_folder
 RESIDENT, STOP = "--resident", "--stop"
 ENTRY = "ledger.cli.resident_server"
 PROTOCOL = "agent-ledger-ingest/1"
-HEADER = b"agent-ledger-ingest/1\n"  # what the server's answer starts with
+HEADER = PROTOCOL.encode() + b"\n"  # what the server's answer starts with
 #: Seconds to wait for a server to take the call; once taken, the call waits for its answer
 #: as long as the ingest takes (a server that dies closes the connection).
 CONNECT_S = 5.0
