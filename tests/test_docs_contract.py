@@ -8,6 +8,7 @@ generated reference, the links and the examples' syntax; these check their conte
 * docs/schema.md names every table and view a fresh ingest makes, each table of its list
   exists with the key it gives, and it names the last migration; metadata.yml describes every
   column (generated ones too) and no column that is not there;
+* docs/dashboard.md lists every canned query with the parameters its SQL takes;
 * the table of docs/conformance.md is what the ledger makes of each real log (the shipped
   samples always, ``more/`` when it is beside the repository), and its prose adds it up.
 """
@@ -204,6 +205,24 @@ def test_metadata_describes_every_column_and_no_other(fresh_db: Path) -> None:
             wrong += [f"{name}.{c}: no such column" for c in described if c not in columns]
     finally:
         conn.close()
+    assert not wrong, wrong
+
+
+def canned_queries() -> dict[str, str]:
+    return yaml.safe_load((ROOT / "metadata.yml").read_text())["databases"]["ledger"]["queries"]
+
+
+def test_every_canned_query_is_in_the_dashboard_page_with_its_parameters() -> None:
+    page = text(DOCS / "dashboard.md")
+    rows = dict(re.findall(r"^\| `(\w+)` \| (.*) \|$", page, flags=re.M))
+    wrong = []
+    for name, query in canned_queries().items():
+        if name not in rows:
+            wrong.append(f"{name}: no row in the canned queries of docs/dashboard.md")
+            continue
+        parameters = set(re.findall(r"(?<!:):(\w+)", query["sql"]))
+        wrong += [f"{name}: ?{p}= not shown" for p in sorted(parameters)
+                  if f"?{p}=" not in rows[name]]
     assert not wrong, wrong
 
 
