@@ -8,6 +8,7 @@ generated reference, the links and the examples' syntax; these check their conte
 * docs/schema.md names every table and view a fresh ingest makes, each table of its list
   exists with the key it gives, and it names the last migration; metadata.yml describes every
   column (generated ones too) and no column that is not there;
+* docs/export.md's contract gives each exported table's columns in order, with their types;
 * docs/dashboard.md lists every canned query with the parameters its SQL takes;
 * the table of docs/conformance.md is what the ledger makes of each real log (the shipped
   samples always, ``more/`` when it is beside the repository), and its prose adds it up.
@@ -206,6 +207,27 @@ def test_metadata_describes_every_column_and_no_other(fresh_db: Path) -> None:
     finally:
         conn.close()
     assert not wrong, wrong
+
+
+#: How docs/export.md names the Parquet type of each SQLite declared type.
+PARQUET = {"INTEGER": "int64", "REAL": "double", "TEXT": "string", "": "string"}
+
+
+def test_the_export_contract_lists_each_table_s_columns_in_order_with_their_types(
+    fresh_db: Path,
+) -> None:
+    page = text(DOCS / "export.md").split("## The contract", 1)[1]
+    tables = re.findall(r"^\| `(\w+)` \| (`.*) \|$", page, flags=re.M)
+    assert len(tables) == 5
+    conn = sqlite3.connect(fresh_db)
+    try:
+        for table, cells in tables:
+            shown = re.findall(r"`(\w+)` (\w+)", cells)
+            made = [(row[1], PARQUET[row[2]])
+                    for row in conn.execute(f"pragma table_xinfo([{table}])")]
+            assert shown == made, table
+    finally:
+        conn.close()
 
 
 def canned_queries() -> dict[str, str]:
