@@ -3,6 +3,8 @@ generated reference, the links and the examples' syntax; these check their conte
 
 * every ``agent-ledger ...`` command line the README and docs/ show (in a code block or in
   backticks) names a command that exists and only options that command has;
+* every option of a command is named in its section of docs/ (or, with no section, on the
+  pages the README's table of commands links it to);
 * every ``--option`` the docs name is an option of some command, or one of the other
   programs' options listed here (pytest's, the benchmark scripts', ...);
 * docs/schema.md names every table and view a fresh ingest makes, each table of its list
@@ -110,6 +112,37 @@ def test_every_command_line_shown_exists_with_its_options(document: Path) -> Non
 def test_a_wrong_command_line_is_caught(line: str, wrong: str | None) -> None:
     found = check_line(line)
     assert (found is None) if wrong is None else (found is not None and wrong in found), found
+
+
+def long_options(command: click.Command) -> list[str]:
+    return [opt for param in command.params if isinstance(param, click.Option)
+            and not param.hidden for opt in param.opts + param.secondary_opts
+            if opt.startswith("--")]
+
+
+def where_explained(name: str) -> str:
+    """The docs of one command: its section (``## `agent-ledger NAME ...` ``) where it has one,
+    else the pages the README's table of commands links it to."""
+    for page in SUBJECT_PAGES:
+        sections = re.findall(rf"^## `agent-ledger {name}\b[^`\n]*`\n(.*?)(?=^## |\Z)",
+                              text(page), flags=re.M | re.S)
+        if sections:
+            return sections[0]
+    row = re.search(rf"^\|[^|]*`agent-ledger {name}\b.*\|$", text(README), flags=re.M)
+    assert row, f"the README's table of commands has no row for {name}"
+    return "\n".join(text(DOCS / page) for page in re.findall(r"\]\(docs/([\w-]+\.md)", row[0]))
+
+
+@pytest.mark.parametrize(("name", "command"), COMMANDS, ids=[name for name, _ in COMMANDS])
+def test_every_option_is_explained_where_its_command_is(name: str, command: click.Command) -> None:
+    """Where a user reads about a command, each of its options is named (tests/test_docs.py
+    asks only that it be named on some page: ``--limit`` of ``what-if`` would count for
+    ``propose-budget``'s)."""
+    if isinstance(command, click.Group):
+        return
+    docs = where_explained(name)
+    missing = [opt for opt in long_options(command) if opt not in docs]
+    assert not missing, f"agent-ledger {name}: {missing} are not named where it is explained"
 
 
 #: Options of other programs the docs name, by where they come from.
