@@ -11,7 +11,8 @@ generated reference, the links and the examples' syntax; these check their conte
   exists with the key it gives, and it names the last migration; metadata.yml describes every
   column (generated ones too) and no column that is not there;
 * docs/export.md's contract gives each exported table's columns in order, with their types;
-* docs/dashboard.md lists every canned query with the parameters its SQL takes;
+* docs/dashboard.md lists every canned query with the parameters its SQL takes, and every
+  dashboard URL the docs give is a page, canned query or table that is served;
 * the table of docs/conformance.md is what the ledger makes of each real log (the shipped
   samples always, ``more/`` when it is beside the repository), and its prose adds it up.
 """
@@ -278,6 +279,29 @@ def test_every_canned_query_is_in_the_dashboard_page_with_its_parameters() -> No
         parameters = set(re.findall(r"(?<!:):(\w+)", query["sql"]))
         wrong += [f"{name}: ?{p}= not shown" for p in sorted(parameters)
                   if f"?{p}=" not in rows[name]]
+    assert not wrong, wrong
+
+
+#: A dashboard URL the docs give: ``/ledger/-/overview``, ``/ledger/paid_path.json``.
+URL = re.compile(r"(?<![\w/.])/ledger/((?:-/)?[\w./~-]+)")
+
+
+def test_every_dashboard_url_the_docs_give_is_served(fresh_db: Path) -> None:
+    """A page of the plugin's routes, or a canned query, table or view of the database."""
+    from ledger_dashboard.pages import routes
+
+    conn = sqlite3.connect(fresh_db)
+    try:
+        names = {name for (name,) in conn.execute(TABLES)} | set(canned_queries())
+    finally:
+        conn.close()
+    patterns = [re.compile(pattern) for pattern, _ in routes()]
+    wrong = [
+        f"{document.name}: /ledger/{path}" for document in DOCUMENTS
+        for path in URL.findall(text(document))
+        if not any(p.match(f"/ledger/{path}") for p in patterns)
+        and path.removesuffix(".json") not in names
+    ]
     assert not wrong, wrong
 
 
