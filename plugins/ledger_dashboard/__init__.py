@@ -81,17 +81,23 @@ def startup(datasette: Datasette) -> None:
     security.settings(datasette)  # a bad allowed_hosts stops the server before it serves
 
 
-@hookimpl
+@hookimpl(hookwrapper=True)
 def handle_exception(datasette: Datasette, request: Any, exception: Exception) -> Any:
     """Datasette's own errors on bad input as the 4xx they are (see guard), on its usual
-    error page; anything else goes on to Datasette's 500."""
+    error page; anything else goes on to Datasette's 500.
+
+    A wrapper, not a plain hook: Datasette awaits every hook's answer, so its own handler
+    would still treat the original exception as a 500 and print its traceback to the
+    server's log for a request it answered 400. The wrapper replaces the answers of the
+    hooks it wraps with the client error's page alone.
+    """
     # Imported here: at import time it would run before Datasette registered its own hooks.
     from datasette.handle_exception import handle_exception as datasette_error_page
 
     error = guard.as_client_error(exception, request.url_vars if request else {})
-    if error is None:
-        return None
-    return datasette_error_page(datasette, request, error)
+    outcome = yield
+    if error is not None:
+        outcome.force_result([datasette_error_page(datasette, request, error)])
 
 
 @hookimpl

@@ -152,11 +152,12 @@ async def test_no_odd_path_answers_500(ds: Datasette, segment: str) -> None:
     ],
 )
 async def test_each_old_500_is_a_clear_answer(
-    ds: Datasette, path: str, status: int, message: str
+    ds: Datasette, path: str, status: int, message: str, capfd: pytest.CaptureFixture[str]
 ) -> None:
     response = await ds.client.get(path)
     assert response.status_code == status, response.text[:300]
     assert message in response.text
+    assert "Traceback" not in capfd.readouterr().err  # a client's error, not the server's
 
 
 @pytest.mark.asyncio
