@@ -371,9 +371,21 @@ class Tally:
     too_large: int = 0
     unreadable: int = 0
     links: int = 0
+    checklists: int = 0  # leftovers.md files this command wrote, never searched
 
     def to_dict(self) -> dict[str, int]:
         return asdict(self)
+
+
+#: How every checklist :func:`to_markdown` writes begins (see :func:`is_checklist`).
+HEADING = "# Leftovers: second control planes"
+FOUND_BY = "Found by `agent-ledger leftovers`"
+
+
+def is_checklist(text: str) -> bool:
+    """Whether ``text`` is a checklist this command wrote (an earlier run's, wherever its
+    ``--output`` put it): searching it would count every leftover it lists a second time."""
+    return text.startswith(f"{HEADING}\n\n{FOUND_BY} in ")
 
 
 def to_markdown(
@@ -385,12 +397,13 @@ def to_markdown(
         f"{n} {what}" for n, what in (
             (tally.binary, "binary"), (tally.too_large, "too large"),
             (tally.unreadable, "unreadable"), (tally.links, "symbolic links"),
+            (tally.checklists, "leftover checklists"),
         ) if n
     )
     out = [
-        "# Leftovers: second control planes",
+        HEADING,
         "",
-        f"Found by `agent-ledger leftovers` in {_code(repo)}: {len(findings)} places that can "
+        f"{FOUND_BY} in {_code(repo)}: {len(findings)} places that can "
         "restart the vendor loop without your budget (seed 000, \"Leftovers after you leave the "
         "paid coding agent\"). Walk this list before you revoke the paid key. For each one: "
         f"{DELETE_OR_BUDGET[0].lower()}{DELETE_OR_BUDGET[1:]} Two control planes means your "

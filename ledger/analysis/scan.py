@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ledger.analysis.leftovers import Category, Finding, Patterns, Tally, scan_text
+from ledger.analysis.leftovers import Category, Finding, Patterns, Tally, is_checklist, scan_text
 from ledger.db import connection, writes
 
 ALWAYS_SKIPPED = (".git", "node_modules")
@@ -55,7 +55,9 @@ def text_files(
             if exclude is not None and path == exclude:
                 continue
             text = _read_text(path, max_bytes, tally)
-            if text is not None:
+            if text is not None and is_checklist(text):
+                tally.checklists += 1
+            elif text is not None:
                 tally.files += 1
                 yield path.relative_to(root).as_posix(), text
 

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from ledger.analysis.leftovers import CATEGORIES, Patterns
+from ledger.analysis.leftovers import CATEGORIES, Patterns, to_markdown
 from ledger.analysis.scan import scan, store_findings
 from ledger.cli import cli
 from ledger.cli.options import EXIT_STRICT
@@ -69,6 +69,7 @@ def test_the_walk_finds_every_leftover_and_skips_what_it_must(repo: Path) -> Non
     assert found(result) == EXPECTED
     assert result.tally.to_dict() == {
         "files": FIXTURE_FILES, "binary": 1, "too_large": 1, "unreadable": 0, "links": 1,
+        "checklists": 0,
     }
     assert result.repo == str(repo.resolve())
 
@@ -81,6 +82,22 @@ def test_more_folders_can_be_skipped_and_the_output_file_is_never_read(repo: Pat
         == set()
     # .venv is searched once it is no longer in skip_dirs
     assert (".venv/lib/agent.py", 2, "loop_setting") in found(result)
+
+
+def test_an_earlier_runs_checklist_is_not_searched_again(repo: Path) -> None:
+    (repo / "app" / "big.log").unlink()  # (the checklist is larger than its limit)
+    first = scan(repo)
+    checklist = to_markdown(first.repo, first.findings, first.categories, first.tally)
+    (repo / "docs").mkdir()
+    (repo / "docs" / "leftovers.md").write_text(checklist)  # written with --output elsewhere
+    (repo / "notes.md").write_text(f"About the checklist:\n{checklist}")  # not one: searched
+    again = scan(repo)
+    assert again.tally.checklists == 1 and again.tally.files == FIXTURE_FILES + 1
+    assert {f for f in found(again) if f[0] != "notes.md"} == EXPECTED
+    assert any(f[0] == "notes.md" for f in found(again))
+    assert ", 1 leftover checklists)" in to_markdown(
+        again.repo, again.findings, again.categories, again.tally
+    )
 
 
 def test_a_latin1_file_is_still_searched(tmp_path: Path) -> None:
