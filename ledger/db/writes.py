@@ -126,11 +126,13 @@ def stored_rows(values: Iterable[Sequence[Any]]) -> list[Sequence[Any]]:
     return list(_cleaned_rows(values))
 
 
-def _upsert(conn: sqlite3.Connection, table: str, rows: Sequence[dict[str, Any]]) -> None:
+def _upsert(
+    conn: sqlite3.Connection, table: str, rows: Sequence[dict[str, Any]], stored: bool = False
+) -> None:
     if not rows:
         return
     columns = list(rows[0])
-    _upsert_values(conn, table, columns, map(itemgetter(*columns), rows))
+    _upsert_values(conn, table, columns, map(itemgetter(*columns), rows), stored)
 
 
 def _upsert_values(
@@ -171,11 +173,13 @@ def write_batch(
     source: dict[str, Any] | None,
     shared: Sequence[tuple[str, str]] = (),
     steps_stored: bool = False,
+    states_stored: bool = False,
 ) -> None:
     """Write one batch as :meth:`SourceFold.take_folded` gives it (``steps`` rows in primary-key
     order, values in :data:`STEP_COLUMNS` order; ``states`` as JSON), inside a write
     transaction (``source``: its new ``sources`` row, if it has moved on; ``steps_stored``:
-    the steps rows come from :func:`stored_rows`). The sessions' contributions to the rollup
+    the steps rows come from :func:`stored_rows`; ``states_stored``: so do the states, as
+    ``(session_id, source_id, state)`` rows). The sessions' contributions to the rollup
     must have been taken out first (see :class:`rollup.Pending`)."""
     if steps:
         _upsert_values(conn, "steps", STEP_COLUMNS, steps, steps_stored)
@@ -191,6 +195,7 @@ def write_batch(
             {"session_id": sid, "source_id": src, "state": state}
             for sid, src, state in states
         ],
+        states_stored,
     )
     if shared:
         conn.executemany(
