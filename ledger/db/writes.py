@@ -111,10 +111,23 @@ def _cleaned_rows(values: Iterable[Sequence[Any]]) -> Iterator[Sequence[Any]]:
                 copy = list(row) if copy is None else copy
                 copy[i] = cleaned
             elif len(value) <= MEMO_CHARS:  # JSON states: not kept
-                if len(storable) >= STORABLE_MAX:
-                    storable.clear()
-                storable.add(value)
+                _remember(value)
         yield row if copy is None else tuple(copy)
+
+
+def _remember(text: str) -> None:
+    if len(_STORABLE) >= STORABLE_MAX:
+        _STORABLE.clear()
+    _STORABLE.add(text)
+
+
+def known_storable(texts: Iterable[str]) -> None:
+    """Texts another process of this ingest cleaned and found storable as they are (a
+    worker: the cursor of a batch it folded, see :mod:`ledger.ingest.parallel`), each then
+    one set lookup here instead of being cleaned again."""
+    for text in texts:
+        if len(text) <= MEMO_CHARS:
+            _remember(text)
 
 
 def stored_rows(values: Iterable[Sequence[Any]]) -> list[Sequence[Any]]:

@@ -262,6 +262,7 @@ class Ingester:
                     self._check_owners(conn, message.owners, absent)
                     current.update(offset=message.end, check_hash=message.check_hash,
                                    size=message.size, mtime=message.mtime)
+                    writes.known_storable(message.storable)
                     self._commit(conn, message.folded, current, steps_stored=True,
                                  absent=absent, states_stored=True)
                 self._tx.add(message.lines or 1)
