@@ -568,7 +568,8 @@ def spy_lines(self, info, source):
     folded.append(os.path.basename(info.path))
     ingest_lines(self, info, source)
 parallel.work, os.fork, Ingester._ingest_lines = spy_work, spy_fork, spy_lines
-summary = ingest(sys.argv[2], sys.argv[3:], Options(jobs=2, parallel_min_bytes=0))
+batch = int(sys.argv[3])
+summary = ingest(sys.argv[2], sys.argv[4:], Options(jobs=2, parallel_min_bytes=0, batch=batch))
 print(json.dumps([summary.workers, forks, folded, secret_rules.loaded()]))
 """
 
@@ -577,20 +578,23 @@ TOKEN = "glpat-" + "abcdefghij0123456789"
 
 
 @pytest.mark.parametrize(
-    ("secret_in", "started", "writer_folds", "loaded"),
+    ("secret_in", "batch", "started", "writer_folds", "loaded"),
     [
         # No text needs the rule set: no process loads it.
-        (None, [False, False], [], False),
+        (None, 20_000, [False, False], [], False),
         # One of the first worker's files (0, 2, 4) does: it hands that file back and ends;
         # the writer loads the rule set, forks a worker holding it for file 4 and folds file
         # 2 itself.
-        ("2.jsonl", [False, False, True], ["2.jsonl"], True),
+        ("2.jsonl", 20_000, [False, False, True], ["2.jsonl"], True),
+        # The same in batches of 7 lines: the writer wrote the four the worker sent before
+        # the line that needs the rules, and goes on from there.
+        ("2.jsonl", 7, [False, False, True], ["2.jsonl"], True),
         # The last file of the second worker (1, 3, 5): nothing is left to fork a worker for.
-        ("5.jsonl", [False, False], ["5.jsonl"], True),
+        ("5.jsonl", 20_000, [False, False], ["5.jsonl"], True),
     ],
 )
 def test_workers_start_without_the_rule_set_and_never_load_it_themselves(
-    tmp_path: Path, write_jsonl: Callable[..., Path], secret_in: str | None,
+    tmp_path: Path, write_jsonl: Callable[..., Path], secret_in: str | None, batch: int,
     started: list[bool], writer_folds: list[str], loaded: bool,
 ) -> None:
     """Workers are forked at once, holding the rule set only as the ingest process does; one
@@ -602,13 +606,13 @@ def test_workers_start_without_the_rule_set_and_never_load_it_themselves(
         for i in range(50)]) for n in range(6)]
     seen, ahead = tmp_path / "seen", tmp_path / "ahead.db"
     done = subprocess.run(
-        [sys.executable, "-c", IN_A_FRESH_PROCESS, str(seen), str(ahead), *map(str, runs)],
-        capture_output=True, text=True, check=True)
+        [sys.executable, "-c", IN_A_FRESH_PROCESS, str(seen), str(ahead), str(batch),
+         *map(str, runs)], capture_output=True, text=True, check=True)
     workers, forks, folded, held = json.loads(done.stdout)
     assert (workers, folded, held) == (2, writer_folds, loaded)
     assert forks == [["MainThread"]] * len(started)
     assert sorted(json.loads(line) for line in seen.read_text().split()) == sorted(started)
-    ingest(tmp_path / "here.db", runs, Options(jobs=0))
+    ingest(tmp_path / "here.db", runs, Options(jobs=0, batch=batch))
     assert_same(tmp_path / "here.db", ahead)
 
 
