@@ -51,9 +51,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 @pytest.fixture(autouse=True, scope="session")
 def _rule_set_loaded() -> None:
     """The rule set loaded once for the suite, as an ingest process holds it after its first
-    load: workers are then forked at once (:class:`ledger.ingest.parallel.Workers` folds the
-    first files in the writer only while it loads), so a test that asks for two workers gets
-    them however small its files. Tests of loading run a fresh process, or fake the load."""
+    load: workers are then forked holding it (:class:`ledger.ingest.parallel.Workers`), so
+    none hands a file back for want of it, and every test pays its load once. Tests of
+    loading run a fresh process, or fake the load."""
     secret_rules.load()
 
 

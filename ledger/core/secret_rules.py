@@ -60,8 +60,25 @@ CONFIDENCE = "low"
 _LOADING = _thread.allocate_lock()
 
 
+class NotLoaded(Exception):
+    """Raised where the rule set would be loaded, in a process told not to load it
+    (:func:`refuse_loading`)."""
+
+
+_REFUSED = [False]
+
+
+def refuse_loading() -> None:
+    """From now on a text that needs the rule set raises :class:`NotLoaded` in this process
+    instead of loading it: a worker forked without it hands its file back, and the process it
+    was forked from loads it once for all (:class:`ledger.ingest.parallel.Workers`)."""
+    _REFUSED[0] = True
+
+
 @functools.cache
 def _scanner() -> Any:
+    if _REFUSED[0]:
+        raise NotLoaded
     with _LOADING:
         return _built()
 

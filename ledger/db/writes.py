@@ -111,10 +111,23 @@ def _cleaned_rows(values: Iterable[Sequence[Any]]) -> Iterator[Sequence[Any]]:
                 copy = list(row) if copy is None else copy
                 copy[i] = cleaned
             elif len(value) <= MEMO_CHARS:  # JSON states: not kept
-                if len(storable) >= STORABLE_MAX:
-                    storable.clear()
-                storable.add(value)
+                _remember(value)
         yield row if copy is None else tuple(copy)
+
+
+def _remember(text: str) -> None:
+    if len(_STORABLE) >= STORABLE_MAX:
+        _STORABLE.clear()
+    _STORABLE.add(text)
+
+
+def known_storable(texts: Iterable[str]) -> None:
+    """Texts another process of this ingest cleaned and found storable as they are (a
+    worker: the cursor of a batch it folded, see :mod:`ledger.ingest.parallel`), each then
+    one set lookup here instead of being cleaned again."""
+    for text in texts:
+        if len(text) <= MEMO_CHARS:
+            _remember(text)
 
 
 def stored_rows(values: Iterable[Sequence[Any]]) -> list[Sequence[Any]]:
@@ -126,11 +139,13 @@ def stored_rows(values: Iterable[Sequence[Any]]) -> list[Sequence[Any]]:
     return list(_cleaned_rows(values))
 
 
-def _upsert(conn: sqlite3.Connection, table: str, rows: Sequence[dict[str, Any]]) -> None:
+def _upsert(
+    conn: sqlite3.Connection, table: str, rows: Sequence[dict[str, Any]], stored: bool = False
+) -> None:
     if not rows:
         return
     columns = list(rows[0])
-    _upsert_values(conn, table, columns, map(itemgetter(*columns), rows))
+    _upsert_values(conn, table, columns, map(itemgetter(*columns), rows), stored)
 
 
 def _upsert_values(
@@ -171,11 +186,13 @@ def write_batch(
     source: dict[str, Any] | None,
     shared: Sequence[tuple[str, str]] = (),
     steps_stored: bool = False,
+    states_stored: bool = False,
 ) -> None:
     """Write one batch as :meth:`SourceFold.take_folded` gives it (``steps`` rows in primary-key
     order, values in :data:`STEP_COLUMNS` order; ``states`` as JSON), inside a write
     transaction (``source``: its new ``sources`` row, if it has moved on; ``steps_stored``:
-    the steps rows come from :func:`stored_rows`). The sessions' contributions to the rollup
+    the steps rows come from :func:`stored_rows`; ``states_stored``: so do the states, as
+    ``(session_id, source_id, state)`` rows). The sessions' contributions to the rollup
     must have been taken out first (see :class:`rollup.Pending`)."""
     if steps:
         _upsert_values(conn, "steps", STEP_COLUMNS, steps, steps_stored)
@@ -191,6 +208,7 @@ def write_batch(
             {"session_id": sid, "source_id": src, "state": state}
             for sid, src, state in states
         ],
+        states_stored,
     )
     if shared:
         conn.executemany(

@@ -262,8 +262,9 @@ class Ingester:
                     self._check_owners(conn, message.owners, absent)
                     current.update(offset=message.end, check_hash=message.check_hash,
                                    size=message.size, mtime=message.mtime)
+                    writes.known_storable(message.storable)
                     self._commit(conn, message.folded, current, steps_stored=True,
-                                 absent=absent)
+                                 absent=absent, states_stored=True)
                 self._tx.add(message.lines or 1)
                 self._count_rows(source["path"], tally.steps, tally.errors, tally.unknown)
                 self._redactions_ahead += tally.redactions + message.redactions
@@ -463,11 +464,12 @@ class Ingester:
 
     def _commit(
         self, conn: Any, folded: Folded, source: dict[str, Any], steps_stored: bool = False,
-        absent: set[str] | frozenset[str] = frozenset(),
+        absent: set[str] | frozenset[str] = frozenset(), states_stored: bool = False,
     ) -> None:
         """Write a folded batch with its source's new row (``steps_stored``: a worker cleaned
         its steps rows, see :func:`writes.stored_rows`; ``absent``: sessions found in this
-        unit to have no row yet, see :meth:`rollup.Pending.take_out`)."""
+        unit to have no row yet, see :meth:`rollup.Pending.take_out`; ``states_stored``: a
+        worker cleaned its states too)."""
         out, cursor = folded.out, folded.cursor
         source["cursor"] = json.dumps(cursor)
         source["lines"] = cursor["line"]
@@ -489,6 +491,7 @@ class Ingester:
             source=source,
             shared=folded.shared,
             steps_stored=steps_stored,
+            states_stored=states_stored,
         )
         self._incidents |= verdict_tables.read_by_verdicts(out.incidents)
         self._count_rows(source["path"], len(out.steps), len(out.errors), out.unknown)

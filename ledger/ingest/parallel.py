@@ -27,7 +27,9 @@ threaded process should pass ``jobs=0``.
 from __future__ import annotations
 
 import gc
+import json
 import marshal
+import mmap
 import os
 import queue
 import signal
@@ -74,8 +76,9 @@ QUEUED = 8
 #: each costs the writer its own writes); 1 MB, 88.8-89.5.
 PART_BYTES = 256 * 1024
 # The first byte of each message: a part or the end of a batch (marshalled, or pickled if it
-# holds anything marshal cannot write), the end of a file, or a file the worker could not fold.
-_MARSHALLED, _PICKLED, _DONE, _FAILED = b"M", b"P", b"D", b"F"
+# holds anything marshal cannot write), the end of a file, a file the worker could not fold,
+# or one it handed back for want of the rule set (see Workers).
+_MARSHALLED, _PICKLED, _DONE, _FAILED, _WANTS = b"M", b"P", b"D", b"F", b"R"
 _MESSAGES = (_MARSHALLED, _PICKLED)
 
 
@@ -116,6 +119,9 @@ class Batch:
     mtime: float
     redactions: int
     owners: dict[str, str | None] = field(default_factory=dict)
+    #: Texts of the source's row the worker cleaned and found storable as they are (its
+    #: cursor as JSON): the writer takes them as cleaned (``writes.known_storable``).
+    storable: list[str] = field(default_factory=list)
 
 
 Message = Part | Batch
@@ -138,7 +144,7 @@ def encode(message: Message) -> bytes:
             out.steps, out.incidents, out.errors, dict(out.unknown), out.notes, folded.sessions,
             folded.states, folded.cursor, message.lines, message.start, message.end,
             message.check_hash, message.size, message.mtime, message.redactions,
-            message.owners,
+            message.owners, message.storable,
         )
     try:
         return _MARSHALLED + marshal.dumps(plain)
@@ -171,145 +177,168 @@ class WorkerFailed(Exception):
     """A worker could not fold a file (or died): the writer folds it itself."""
 
 
-#: While the rule set loads, the writer folds each next new file itself if it holds at most
-#: this many bytes (a file is folded whole by one process, so the workers wait at most this
-#: much past the load: some 80-170 ms of folding and writing here).
-INLINE_BYTES = 1024 * 1024
-
-
-def _before_forking() -> None:
-    """What the workers should share, made ready just before they are forked: the rule set
-    loaded, which each would otherwise load for itself on its first text that needs it (0.4
-    s of CPU a process here; the rule set's engine starts no thread, so forking after it is
-    safe), and the needs asked before it (``secret_rules.NEEDS_BUDGET``; workers start only
-    for megabytes of new text).
-
-    Then it hands back what loading left behind (:func:`give_back`): the ingest and its two
-    workers held 105-108 MB at most (PSS, the bench's 26 MB of real logs), 94-97 MB after.
-    And it moves every object it holds out of the garbage collector's sight until the workers
-    are done (``gc.freeze``, undone by :meth:`Workers.close`): a full collection writes to
-    each object it walks, so one in a worker made it copy 6.7 MB of the pages it shared with
-    the writer (0.5 MB frozen); one in the writer would copy as much."""
-    secret_rules.load()
-    redact.forget()
-    give_back(secret_rules.engine_file())
-    gc.freeze()
-
-
 class Workers:
     """Worker processes folding ``jobs`` ahead of the writer; :meth:`batches` in file order.
 
-    Forked workers share the parent's rule set, so it is loaded before they are forked. That
-    load (0.35-0.5 s, native code that leaves the interpreter free) once ran before any work
-    and left the second core idle. Now it runs on a thread of its own while the writer folds
-    the first new files itself, as a one-process ingest does (:meth:`batches` answers
-    ``None``); the workers are forked for the rest once it is done. Forking copies only the
-    thread that forks, and one that forked while the loader ran native code would hand the
-    children its half-built state and any lock it held, so :meth:`_start` joins the loader
-    before it forks, and :meth:`close` before it returns: no fork is ever taken while the
-    loader runs."""
+    They are forked at once, sharing the rule set if this process holds it, and otherwise
+    without it: loading it costs a process 0.4 s of CPU (native code that holds the
+    interpreter's lock much of the time), and most new files have no text that needs it (the
+    bench's real logs have none). Loaded before forking, it once took most of what the second
+    core gave. A forked worker never loads it itself (29 MB of its own each; on real logs
+    where workers did, 119-160 MB for the ingest): where one of its texts needs it
+    (``secret_rules.NotLoaded``), the worker raises a flag this process shares with it, hands
+    that file back and ends. At its next file the writer sees the flag and loads the rule set
+    on a thread while it writes on; at the file handed back it joins that thread, forks a
+    worker in the place of the one that ended for the rest of its files (sharing the rule set
+    now), and folds the file itself. Forking copies only the thread that forks, and one that
+    forked while the loader ran native code would hand the children its half-built state and
+    any lock it held, so the loader is joined before any fork, and before :meth:`close`
+    returns."""
 
     def __init__(self, jobs: list[Job], count: int, options: Options, db_path: str) -> None:
-        self._jobs, self._count, self._options, self._db_path = jobs, count, options, db_path
-        self._first = {job.path: i for i, job in enumerate(jobs)}
+        self._options, self._db_path = options, db_path
         self._where: dict[str, tuple[_Worker, int]] = {}
         self._workers: list[_Worker] = []
         self._loader: threading.Thread | None = None
-        self._started = False
+        self._handed_back = False
+        # One byte shared with forked workers: set by one that needs the rule set.
+        self._wanted = mmap.mmap(-1, 1) if START_METHOD == "fork" else None
         options.prices.rates("")  # loaded once (any model name does), shared when forked
-        if START_METHOD == "fork" and not secret_rules.loaded():
-            self._loader = threading.Thread(target=_load_quietly, name="agent-ledger rules",
-                                            daemon=True)
-            self._loader.start()
-        else:
-            self._start(0)
+        if self._wanted is not None:
+            self._before_forking()
+        for n in range(min(count, len(jobs))):
+            self._workers.append(self._start(jobs[n::count], n))
 
     @property
     def count(self) -> int:
-        """The worker processes started so far."""
+        """The workers that fold at once (one started in the place of another is not
+        counted again)."""
         return len(self._workers)
 
     def batches(self, path: str) -> Iterator[Message] | None:
         """The batches folded from ``path``, each as its parts and its end, in order; raises
-        :class:`WorkerFailed`. ``None`` while the rule set loads, for a file the writer is to
-        fold itself meanwhile (at most :data:`INLINE_BYTES`), and for a file before those
-        the workers were given."""
-        if not self._started:
-            first = self._first[path]
-            loading = self._loader is not None and self._loader.is_alive()
-            if loading and self._jobs[first].size <= INLINE_BYTES:
-                return None
-            self._start(first)
+        :class:`WorkerFailed`. ``None`` for a file no worker was given."""
         if path not in self._where:
             return None
+        wanted = self._wanted is not None and self._wanted[0]
+        if wanted and self._loader is None and not secret_rules.loaded():
+            self._loader = threading.Thread(target=_load_quietly, name="agent-ledger rules",
+                                            daemon=True)
+            self._loader.start()
+        self._hand_back()
         worker, index = self._where[path]
-        return worker.batches(index)
+        return self._batches(worker, index)
 
-    def _start(self, first: int) -> None:
-        """Fork (or spawn) the workers for the jobs from ``first`` on, round robin."""
-        import multiprocessing
+    def _batches(self, worker: _Worker, index: int) -> Iterator[Message]:
+        try:
+            yield from worker.batches(index)
+        except RulesWanted as wanted:
+            self._replace(worker, wanted.at + 1)
+            raise
 
-        self._started = True
+    def _replace(self, worker: _Worker, first: int) -> None:
+        """A worker forked holding the rule set for ``worker``'s files from ``first`` on."""
         if self._loader is not None:
             self._loader.join()  # never fork while it runs (see the class)
+        secret_rules.load()  # (loaded by now, unless the loader failed: then it raises here)
+        worker.stop()
+        rest = worker.jobs[first:]
+        if rest:
+            self._before_forking()
+            n = self._workers.index(worker)
+            self._workers[n] = self._start(rest, n)
+
+    def _before_forking(self) -> None:
+        """What the workers should share made ready just before they are forked: what loading
+        the rule set left behind handed back (:meth:`_hand_back`), and every object this
+        process holds moved out of the garbage collector's sight until the workers are done
+        (``gc.freeze``, undone by :meth:`close`): a full collection writes to each object it
+        walks, so one in a worker made it copy 6.7 MB of the pages it shared with the writer
+        (0.5 MB frozen); one in the writer would copy as much."""
+        redact.forget()
+        self._hand_back()
+        gc.freeze()
+
+    def _hand_back(self) -> None:
+        """Once this process holds the rule set (loaded before the workers, by the loader, or
+        by a text of its own), what loading it left behind is handed back, once
+        (:func:`give_back`): the ingest and its two workers held 105-108 MB at most (PSS, the
+        bench's 26 MB of real logs), 94-97 MB after."""
+        if not self._handed_back and secret_rules.loaded():
+            give_back(secret_rules.engine_file())
+            self._handed_back = True
+
+    def _start(self, mine: list[Job], n: int) -> _Worker:
+        """Fork (or spawn) worker ``n`` for the jobs ``mine``."""
+        import multiprocessing
+
         context = multiprocessing.get_context(START_METHOD)
-        forking = START_METHOD == "fork"
-        if forking:
-            _before_forking()
-        jobs, count = self._jobs[first:], self._count
-        for n in range(min(count, len(jobs))):
-            mine = jobs[n::count]
-            receive, send = context.Pipe(duplex=False)
-            # A forked worker starts with a copy of every read end the writer holds, its own
-            # too: kept open, a writer killed (kill -9) would leave it blocked for ever on a
-            # full pipe no one reads. It closes them first (spawned ones are given none).
-            held = (*(w.connection for w in self._workers), receive) if forking else ()
-            process = context.Process(
-                target=work, args=(mine, send, self._options, self._db_path, held),
-                daemon=True, name=f"agent-ledger fold {n + 1}",
-            )
-            process.start()
-            send.close()
-            worker = _Worker(process, receive)
-            self._workers.append(worker)
-            self._where.update((job.path, (worker, i)) for i, job in enumerate(mine))
+        receive, send = context.Pipe(duplex=False)
+        # A forked worker starts with a copy of every read end the writer holds, its own
+        # too: kept open, a writer killed (kill -9) would leave it blocked for ever on a
+        # full pipe no one reads. It closes them first (spawned ones are given none).
+        forking = self._wanted is not None
+        held = (*(w.connection for w in self._workers), receive) if forking else ()
+        process = context.Process(
+            target=work, args=(mine, send, self._options, self._db_path, held, self._wanted),
+            daemon=True, name=f"agent-ledger fold {n + 1}",
+        )
+        process.start()
+        send.close()
+        worker = _Worker(process, receive, mine)
+        self._where.update((job.path, (worker, i)) for i, job in enumerate(mine))
+        return worker
 
     def close(self) -> None:
         if self._loader is not None:
             self._loader.join()  # nor leave it running: a later pass may fork
         for worker in self._workers:
             worker.stop()
-        gc.unfreeze()  # (nothing to undo if the workers were spawned, or never started)
+        gc.unfreeze()  # (nothing to undo if the workers were spawned)
 
 
 def _load_quietly() -> None:
-    """The rule set loaded on the loader thread; a failure is left to the first text that
-    needs the rules, which loads them again in its own thread and raises there."""
+    """The rule set loaded on the loader thread; a failure is left to the writer, which
+    loads it again before it forks (:meth:`Workers._replace`) and raises there."""
     try:
         secret_rules.load()
     except Exception:  # raised again where it matters
         pass
 
 
+class RulesWanted(WorkerFailed):
+    """A worker met a text that needs the rule set, which it does not hold: it handed back
+    its file ``at`` (an index in its jobs) and ended."""
+
+    def __init__(self, at: int) -> None:
+        super().__init__("a text needs the rule set")
+        self.at = at
+
+
 class _Worker:
     """One worker process and the messages it sends: each file's batches, then an end."""
 
-    def __init__(self, process: Any, connection: Connection) -> None:
+    def __init__(self, process: Any, connection: Connection, jobs: list[Job]) -> None:
         self.process = process
         self.connection = connection
+        self.jobs = jobs
         self.at = 0  # the file whose messages come next
         self.alive = True
 
     def batches(self, index: int) -> Iterator[Message]:
         while self.at < index:  # files the writer did not take (unchanged by now, gone)
-            while self._receive()[:1] in _MESSAGES:
+            while (kind := self._receive()[:1]) in _MESSAGES:
                 pass
+            if kind == _WANTS:
+                raise RulesWanted(self.at)
             self.at += 1
         while True:
             message = self._receive()
             if message[:1] in _MESSAGES:
                 yield decode(message)
                 continue
+            if message[:1] == _WANTS:
+                raise RulesWanted(self.at)
             self.at += 1
             if message[:1] == _FAILED:
                 raise WorkerFailed(message[1:].decode(errors="replace"))
@@ -334,13 +363,18 @@ class _Worker:
 
 def work(
     jobs: list[Job], connection: Connection, options: Options, db_path: str,
-    held: tuple[Connection, ...] = (),
+    held: tuple[Connection, ...] = (), wanted: mmap.mmap | None = None,
 ) -> None:
     """A worker's life: fold each job's file, send its batches and an end (or a failure).
     ``held``: the writer's read ends this forked process holds a copy of, closed first, so
-    that its sends fail once the writer is gone, however it went (and the worker ends)."""
+    that its sends fail once the writer is gone, however it went (and the worker ends).
+    ``wanted``: a forked worker's flag, raised where it needs the rule set it does not hold
+    (it then hands its file back and ends: see :class:`Workers`); a spawned one has none and
+    loads the rule set itself."""
     for end in held:
         end.close()
+    if wanted is not None:
+        secret_rules.refuse_loading()  # (no effect if it was forked holding the rule set)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the writer's to handle
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not --follow's handler, inherited
     # The writer is the bottleneck: workers give way to it (7.38-7.45 s against 7.51-7.66 s
@@ -356,6 +390,11 @@ def work(
                 try:
                     for message in fold_file(job, fold, options, owners):
                         sender.send(encode(message))
+                except secret_rules.NotLoaded:
+                    assert wanted is not None  # (only a forked worker refuses to load)
+                    wanted[0] = 1
+                    sender.send(_WANTS)
+                    return
                 except (OSError, ValueError, sqlite3.Error, SharedSession) as exc:
                     sender.send(_FAILED + f"{job.path}: {exc}".encode())
                 else:
@@ -409,10 +448,9 @@ def fold_file(job: Job, fold: Fold, options: Options, owners: _Owners) -> Iterat
         before = fold.redactions
         source.feed_document(data)
         stat = path.stat()
-        folded = source.take_folded()
-        _stored(folded.out)
+        folded = _stored_end(source.take_folded())
         yield Batch(folded, 0, 0, len(data), None, stat.st_size, stat.st_mtime,
-                    fold.redactions - before, owners.take())
+                    fold.redactions - before, owners.take(), _storable(folded))
         return
     with path.open("rb") as f:
         start = offset = 0
@@ -430,11 +468,10 @@ def fold_file(job: Job, fold: Fold, options: Options, owners: _Owners) -> Iterat
                 continue
             if lines_in_batch:
                 stat = os.fstat(f.fileno())
-                folded = source.take_folded()
-                _stored(folded.out)
+                folded = _stored_end(source.take_folded())
                 yield Batch(folded, lines_in_batch, start, end,
                             tail_hash(f, end), stat.st_size, stat.st_mtime,
-                            fold.redactions - before, owners.take())
+                            fold.redactions - before, owners.take(), _storable(folded))
             if not lines:
                 return
             start, lines_in_batch = end, 0
@@ -444,6 +481,24 @@ def _stored(out: Output) -> Output:
     """``out`` with its steps rows as the writer stores them (:func:`writes.stored_rows`)."""
     out.steps = writes.stored_rows(out.steps)
     return out
+
+
+def _stored_end(folded: Folded) -> Folded:
+    """The end of a batch with its steps rows and its sessions' states as the writer stores
+    them (``write_batch(..., states_stored=True)``): cleaning a state asks the secret rules'
+    needs of its every text (the bench's Claude Code logs, 0.2-0.3 s of CPU), which the
+    writer, the bottleneck with two workers, did for every file a worker folded."""
+    _stored(folded.out)
+    folded.states = writes.stored_rows(folded.states)
+    return folded
+
+
+def _storable(folded: Folded) -> list[str]:
+    """The batch's cursor as the writer will write it (JSON), if it is storable as it is:
+    cleaning it asks the secret rules' needs of its ids (some 0.2 ms a cursor), which the
+    writer would otherwise do for every batch a worker folded."""
+    cursor = json.dumps(folded.cursor)
+    return [cursor] if writes.clean(cursor) is cursor else []
 
 
 class _Owners:

@@ -16,7 +16,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,7 +24,6 @@ from typing import Any
 import pytest
 from msgspec.structs import replace
 
-from ledger.core import secret_rules
 from ledger.core.fold import STEP_COLUMNS
 from ledger.db import connection
 from ledger.ingest import claims, parallel
@@ -548,93 +546,17 @@ def _running(pid: int) -> bool:
         return False
 
 
-@pytest.fixture
-def slow_load(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
-    """The rule set's load faked: it lasts until the event is set. Every fork of the ingest
-    records whether the loader's thread was running then (``forks``)."""
-    done = threading.Event()
-    monkeypatch.setattr(secret_rules, "loaded", done.is_set)
-    monkeypatch.setattr(secret_rules, "load", lambda: done.wait(30))
-    forks: list[bool] = []
-    fork = os.fork
-
-    def spy() -> int:
-        forks.append(any(t.name == "agent-ledger rules" for t in threading.enumerate()))
-        return fork()
-
-    monkeypatch.setattr(os, "fork", spy)
-    done.forks = forks  # type: ignore[attr-defined]
-    yield done
-    done.set()
-
-
-def test_while_the_rule_set_loads_the_writer_folds_the_first_files_itself(
-    tmp_path: Path, write_jsonl: Callable[..., Path], writer_folds: list[str],
-    slow_load: threading.Event, monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The load ends when the writer comes to the third file: it folded the first two
-    itself, and the workers, forked only once the loader was done, fold the rest. The
-    database is the one a one-process ingest leaves."""
-    batches = parallel.Workers.batches
-
-    def third_file_ends_the_load(self: parallel.Workers, path: str) -> Any:
-        if Path(path).name == "2.jsonl":
-            slow_load.set()
-            assert self._loader is not None
-            self._loader.join()
-        return batches(self, path)
-
-    monkeypatch.setattr(parallel.Workers, "batches", third_file_ends_the_load)
-    runs = [write_jsonl(tmp_path / "runs" / f"{n}.jsonl",
-                        [{"session": f"s{n}", "type": "round", "detail": f"step {i}"}
-                         for i in range(50)]) for n in range(6)]
-    here, ahead, one, other = two_ways(runs, tmp_path)
-    assert writer_folds == ["0.jsonl", "1.jsonl"]
-    assert other.workers == 2
-    assert slow_load.forks == [False, False]  # type: ignore[attr-defined]
-    assert_same(here, ahead)
-    assert_same_summary(one, other)
-
-
-def test_a_file_too_big_to_fold_meanwhile_waits_for_the_rule_set(
-    tmp_path: Path, write_jsonl: Callable[..., Path], writer_folds: list[str],
-    slow_load: threading.Event, monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The writer folds only small files while the rules load: a file is folded whole by
-    one process, so a big one would keep the workers waiting long past the load."""
-    monkeypatch.setattr(parallel, "INLINE_BYTES", 100)
-    threading.Timer(0.2, slow_load.set).start()
-    runs = [write_jsonl(tmp_path / "runs" / f"{n}.jsonl",
-                        [{"session": f"s{n}", "type": "round"}] * 5) for n in range(3)]
-    summary = ingest(tmp_path / "ledger.db", runs, Options(jobs=2, parallel_min_bytes=0))
-    assert (writer_folds, summary.workers) == ([], 2)
-    assert slow_load.forks == [False, False]  # type: ignore[attr-defined]
-
-
-def test_an_ingest_done_before_the_rule_set_loaded_starts_no_worker_and_waits_for_it(
-    tmp_path: Path, write_jsonl: Callable[..., Path], writer_folds: list[str],
-    slow_load: threading.Event,
-) -> None:
-    """Every file folded by the writer meanwhile: no worker was needed. The ingest still
-    waits for the loader before it returns (a later ingest in the process may fork)."""
-    threading.Timer(0.3, slow_load.set).start()
-    runs = [write_jsonl(tmp_path / f"{n}.jsonl", [{"session": f"s{n}", "type": "round"}])
-            for n in range(3)]
-    summary = ingest(tmp_path / "ledger.db", runs, Options(jobs=2, parallel_min_bytes=0))
-    assert (writer_folds, summary.workers) == (["0.jsonl", "1.jsonl", "2.jsonl"], 0)
-    assert slow_load.is_set()
-    assert "agent-ledger rules" not in [t.name for t in threading.enumerate()]
-
-
 #: An ingest with workers in a fresh process (this one holds the rule set already): whether
-#: each worker found the rule set loaded when it started, and which threads ran at each fork.
-LOADED_IN_WORKERS = """
+#: each worker held the rule set when it started, which threads ran at each fork, the files
+#: the writer folded itself, and whether the ingest process held the rule set at its end.
+IN_A_FRESH_PROCESS = """
 import json, os, sys, threading
 from ledger.core import secret_rules
 from ledger.ingest import parallel
-from ledger.ingest.ingester import ingest
+from ledger.ingest.ingester import Ingester, ingest
 from ledger.ingest.options import Options
-work, fork, forks = parallel.work, os.fork, []
+work, fork, ingest_lines = parallel.work, os.fork, Ingester._ingest_lines
+forks, folded = [], []
 def spy_work(*args):
     with open(sys.argv[1], "a") as f:
         f.write(json.dumps(secret_rules.loaded()) + "\\n")
@@ -642,26 +564,56 @@ def spy_work(*args):
 def spy_fork():
     forks.append(sorted(t.name for t in threading.enumerate()))
     return fork()
-parallel.work, os.fork = spy_work, spy_fork
-summary = ingest(sys.argv[2], sys.argv[3:], Options(jobs=2, parallel_min_bytes=0))
-print(json.dumps([summary.workers, forks]))
+def spy_lines(self, info, source):
+    folded.append(os.path.basename(info.path))
+    ingest_lines(self, info, source)
+parallel.work, os.fork, Ingester._ingest_lines = spy_work, spy_fork, spy_lines
+batch = int(sys.argv[3])
+summary = ingest(sys.argv[2], sys.argv[4:], Options(jobs=2, parallel_min_bytes=0, batch=batch))
+print(json.dumps([summary.workers, forks, folded, secret_rules.loaded()]))
 """
 
+#: A GitLab token (made up): the first pass of redaction leaves it to the rule set.
+TOKEN = "glpat-" + "abcdefghij0123456789"
 
-def test_workers_are_forked_holding_the_rule_set_and_never_while_it_loads(
-    tmp_path: Path, write_jsonl: Callable[..., Path]
+
+@pytest.mark.parametrize(
+    ("secret_in", "batch", "started", "writer_folds", "loaded"),
+    [
+        # No text needs the rule set: no process loads it.
+        (None, 20_000, [False, False], [], False),
+        # One of the first worker's files (0, 2, 4) does: it hands that file back and ends;
+        # the writer loads the rule set, forks a worker holding it for file 4 and folds file
+        # 2 itself.
+        ("2.jsonl", 20_000, [False, False, True], ["2.jsonl"], True),
+        # The same in batches of 7 lines: the writer wrote the four the worker sent before
+        # the line that needs the rules, and goes on from there.
+        ("2.jsonl", 7, [False, False, True], ["2.jsonl"], True),
+        # The last file of the second worker (1, 3, 5): nothing is left to fork a worker for.
+        ("5.jsonl", 20_000, [False, False], ["5.jsonl"], True),
+    ],
+)
+def test_workers_start_without_the_rule_set_and_never_load_it_themselves(
+    tmp_path: Path, write_jsonl: Callable[..., Path], secret_in: str | None, batch: int,
+    started: list[bool], writer_folds: list[str], loaded: bool,
 ) -> None:
-    """The real load, on its thread: the files past the first ones the writer folds
-    meanwhile (two over :data:`parallel.INLINE_BYTES`) go to workers, which share it."""
-    big = [{"session": "big", "type": "round", "detail": "x" * 1000}] * 1100
-    runs = [write_jsonl(tmp_path / f"{n}.jsonl", big if n else big[:1]) for n in range(3)]
-    seen = tmp_path / "seen"
+    """Workers are forked at once, holding the rule set only as the ingest process does; one
+    whose text needs it hands the file back, and only the ingest process loads it, never
+    while it forks. The database is the one a one-process ingest leaves."""
+    runs = [write_jsonl(tmp_path / "runs" / f"{n}.jsonl", [
+        {"session": f"s{n}", "type": "round",
+         "detail": f"token {TOKEN}" if f"{n}.jsonl" == secret_in and i == 30 else f"step {i}"}
+        for i in range(50)]) for n in range(6)]
+    seen, ahead = tmp_path / "seen", tmp_path / "ahead.db"
     done = subprocess.run(
-        [sys.executable, "-c", LOADED_IN_WORKERS, str(seen), str(tmp_path / "ledger.db"),
+        [sys.executable, "-c", IN_A_FRESH_PROCESS, str(seen), str(ahead), str(batch),
          *map(str, runs)], capture_output=True, text=True, check=True)
-    workers, forks = json.loads(done.stdout)
-    assert workers == 2 and forks == [["MainThread"], ["MainThread"]]
-    assert seen.read_text().split() == ["true", "true"]
+    workers, forks, folded, held = json.loads(done.stdout)
+    assert (workers, folded, held) == (2, writer_folds, loaded)
+    assert forks == [["MainThread"]] * len(started)
+    assert sorted(json.loads(line) for line in seen.read_text().split()) == sorted(started)
+    ingest(tmp_path / "here.db", runs, Options(jobs=0, batch=batch))
+    assert_same(tmp_path / "here.db", ahead)
 
 
 @pytest.mark.parametrize("folder", ["plain", "a space", "what?", "hash#", "100%", "naïve"])
