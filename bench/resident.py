@@ -18,6 +18,19 @@ def timed(command: list[str], env: dict[str, str]) -> tuple[float, str]:
     return (time.perf_counter() - started) * 1000, done.stdout
 
 
+def socket_of(python: Path, db: Path, env: dict[str, str]) -> str:
+    """The socket the client of ``python``'s agent-ledger finds the server for ``db`` at.
+    Asked with ``-P``, as the server runs: ``python -c`` would import a ``ledger`` package
+    in the current folder first (a checkout the bench runs from), whose settings name that
+    folder, not the installed package, and so another socket (the bench's server then
+    answered no call, and each run's first resident calls started a server of their own and
+    ran the ingest themselves meanwhile: its round 1 took 100-430 ms)."""
+    return subprocess.run(
+        [str(python), "-P", "-c", "from ledger.cli import resident_client as r; "
+         f"k = r.settings({str(db)!r}); print(r.socket_path(k))"],
+        env=env, capture_output=True, text=True, check=True).stdout.strip()
+
+
 class Resident:
     """The resident ingest servers of the installed package (``ingest --resident``), in a
     folder of the bench's own (``XDG_RUNTIME_DIR``)."""
@@ -30,10 +43,7 @@ class Resident:
 
     def start(self, db: Path) -> None:
         """The server for ``db``, started as its client starts it, timed until it listens."""
-        socket = subprocess.run(
-            [str(self.python), "-c", "from ledger.cli import resident_client as r; "
-             f"k = r.settings({str(db)!r}); print(r.socket_path(k))"],
-            env=self.env, capture_output=True, text=True, check=True).stdout.strip()
+        socket = socket_of(self.python, db, self.env)
         started = time.perf_counter()
         subprocess.Popen([str(self.python), "-P", "-m", "ledger.cli.resident_server", socket,
                           os.path.realpath(db)], env=self.env, start_new_session=True,

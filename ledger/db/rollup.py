@@ -101,21 +101,30 @@ def bucket_sql(value: str, cap: str) -> str:
     )
 
 
-def _bucket_measures(counter: Counter) -> list[tuple[str, str]]:
-    """``(column, SQL)`` of the counter's four bucket flags for one session."""
+def bucket_of(counter: Counter) -> str:
+    """SQL for the bucket number (0-3) of the counter at the session's stopping step, -1
+    where its cap does not hold the session (not its dialect's, off, or not metered)."""
     cap = f"json_extract(s.budget, '$.{counter.cap}')"
     value = f"t.{counter.column}"
     dialects = ", ".join(f"'{d}'" for d in counter.dialects)
     held = f"s.dialect in ({dialects}) and {cap} is not null and {value} is not null"
     if counter.meter:
         held += f" and instr(',' || coalesce(s.meters, '') || ',', ',{counter.meter},') > 0"
+    return f"case when {held} then {bucket_sql(value, cap)} else -1 end"
+
+
+def _bucket_measures(counter: Counter) -> list[tuple[str, str]]:
+    """``(column, SQL)`` of the counter's four bucket flags for one session."""
     return [
-        (
-            counter.bucket_column(b),
-            f"case when {held} and ({bucket_sql(value, cap)}) = {b} then 1 else 0 end",
-        )
+        (counter.bucket_column(b), f"case when ({bucket_of(counter)}) = {b} then 1 else 0 end")
         for b in range(len(BUCKETS))
     ]
+
+
+#: A bucket flag's column: its counter and bucket.
+_BUCKET_COLUMNS = {
+    c.bucket_column(b): (c, b) for c in COUNTERS for b in range(len(BUCKETS))
+}
 
 
 Measure = tuple[str, str]  # a rollup column and the SQL of one session's contribution
@@ -189,14 +198,30 @@ def ddl(measures: Sequence[Measure] = MEASURES) -> list[str]:
 
 
 def upsert(which: str, measured: Sequence[Measure] = MEASURES) -> str:
+    """The statement that adds ``:sign`` times the contributions of the sessions ``which``
+    selects. Each counter's bucket is worked out once a session (``bucket_<counter>``), in a
+    subquery whose ``LIMIT`` keeps SQLite from flattening it into the sum, which would write
+    the bucket's SQL out again for each of its four flags: half the SQL, and half the time a
+    connection takes to prepare it the first time it runs (1.3 -> 0.8 ms; every ingest runs
+    it on a connection of its own)."""
     names = [m for m, _ in measured]
+    per_session: dict[str, str] = {}  # a column of the subquery: its SQL
+    sums = []
+    for name, sql in measured:
+        counter, bucket = _BUCKET_COLUMNS.get(name, (None, 0))
+        if counter is None:
+            per_session[name] = sql
+            sums.append(f":sign * sum({name})")
+        else:
+            column = f"bucket_{counter.name}"
+            per_session.setdefault(column, bucket_of(counter))
+            sums.append(f":sign * sum({column} = {bucket})")
     keys = ", ".join(KEY_NAMES)
-    measures = ", ".join(names)
-    sums = ", ".join(f":sign * sum({m})" for m in names)
     updates = ", ".join(f"{m} = {m} + excluded.{m}" for m in names)
     return (
-        f"INSERT INTO [{TABLE}] ({keys}, {measures}) "
-        f"SELECT {keys}, {sums} FROM ({contributions(which, measured)}) WHERE 1 "
+        f"INSERT INTO [{TABLE}] ({keys}, {', '.join(names)}) "
+        f"SELECT {keys}, {', '.join(sums)} "
+        f"FROM ({contributions(which, list(per_session.items()))} LIMIT -1) WHERE 1 "
         f"GROUP BY {keys} ON CONFLICT ({keys}) DO UPDATE SET {updates}"
     )
 
