@@ -113,13 +113,40 @@ def open_source(path: str | Path, target: str | Path) -> Iterator[Source]:
 
 
 def read_only(path: str | Path) -> sqlite3.Connection:
-    """A read-only connection to a SQLite database (:class:`Refused` if it is none)."""
+    """A read-only connection to a SQLite database (:class:`Refused` if it is none).
+
+    A WAL database in a folder this process cannot write (a read-only mount, another user's
+    folder) cannot be read with ``mode=ro`` alone, which must make its ``-shm`` file: with no
+    ``-wal`` file beside it, no write is pending and none can be under way, so the file is
+    read as it is (``immutable``)."""
+    uri = f"{Path(path).resolve().as_uri()}?mode=ro"
     try:
-        conn = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
-        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return _opened(sqlite3.connect(uri, uri=True))
+    except sqlite3.OperationalError as exc:
+        if not _wal_unreadable(path, exc):
+            raise Refused(f"cannot be read ({exc})") from None
     except sqlite3.DatabaseError as exc:
         raise Refused(f"not a SQLite database ({exc})") from None
+    try:
+        return _opened(sqlite3.connect(f"{uri}&immutable=1", uri=True))
+    except sqlite3.DatabaseError as exc:
+        raise Refused(f"cannot be read ({exc})") from None
+
+
+def _opened(conn: sqlite3.Connection) -> sqlite3.Connection:
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except BaseException:
+        conn.close()
+        raise
     return conn
+
+
+def _wal_unreadable(path: str | Path, exc: sqlite3.OperationalError) -> bool:
+    """Whether ``exc`` is a WAL database's ``-shm`` file that cannot be made, with no write
+    pending (no ``-wal`` file, or an empty one)."""
+    wal = Path(f"{path}-wal")
+    return "readonly" in str(exc) and (not wal.exists() or wal.stat().st_size == 0)
 
 
 def sessions_in(path: str | Path) -> int:
