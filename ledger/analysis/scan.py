@@ -13,6 +13,7 @@ import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from stat import S_ISREG
 
 from ledger.analysis.leftovers import Category, Finding, Patterns, Tally, is_checklist, scan_text
 from ledger.db import connection, writes
@@ -67,7 +68,11 @@ def _read_text(path: Path, max_bytes: int, tally: Tally) -> str | None:
         tally.links += 1
         return None
     try:
-        if path.stat().st_size > max_bytes:
+        st = path.stat()
+        if not S_ISREG(st.st_mode):  # a FIFO would be waited on, a device read forever
+            tally.unreadable += 1
+            return None
+        if st.st_size > max_bytes:
             tally.too_large += 1
             return None
         data = path.read_bytes()

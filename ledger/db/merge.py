@@ -149,6 +149,19 @@ def _wal_unreadable(path: str | Path, exc: sqlite3.OperationalError) -> bool:
     return "readonly" in str(exc) and (not wal.exists() or wal.stat().st_size == 0)
 
 
+def check_ledger(path: str | Path, new_ok: bool = False) -> None:
+    """:class:`Refused` unless ``path`` is an agent-ledger database of this schema or an
+    older one: a command that reads a ledger must not migrate another SQLite database into
+    one. With ``new_ok``, a missing or empty file passes (the command makes the ledger)."""
+    if new_ok and (not os.path.exists(path) or os.path.getsize(path) == 0):
+        return
+    conn = read_only(path)
+    try:
+        _ledger_version(conn)
+    finally:
+        conn.close()
+
+
 def sessions_in(path: str | Path) -> int:
     """How many sessions a ledger database holds (0 for one that cannot be read)."""
     try:
@@ -173,7 +186,7 @@ def _ledger_version(conn: sqlite3.Connection) -> int:
     if version > migrations.SCHEMA_VERSION:
         raise Refused(
             f"schema version {version} is newer than this agent-ledger "
-            f"({migrations.SCHEMA_VERSION}); upgrade agent-ledger to merge it"
+            f"({migrations.SCHEMA_VERSION}); upgrade agent-ledger to read it"
         )
     return version
 

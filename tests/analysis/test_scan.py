@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
+import threading
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -223,3 +226,40 @@ def test_cli_bad_patterns_file(repo: Path, tmp_path: Path, content: str, message
 
 def test_cli_json_and_standard_output_conflict(repo: Path) -> None:
     assert invoke("leftovers", repo, "--json", "-o", "-").exit_code == 2
+
+
+@pytest.mark.parametrize(
+    ("make", "unreadable"),
+    [
+        (lambda p: os.mkfifo(p), 1),  # was waited on for a writer, forever
+        (lambda p: p.write_text("plain text\n"), 0),
+    ],
+    ids=["fifo", "regular"],
+)
+def test_a_file_that_is_not_regular_is_counted_not_read(
+    tmp_path: Path, make: Any, unreadable: int
+) -> None:
+    (tmp_path / "a.py").write_text("x = 1\n")
+    make(tmp_path / "b.py")
+    done: list = []
+    worker = threading.Thread(target=lambda: done.append(scan(tmp_path)), daemon=True)
+    worker.start()
+    worker.join(timeout=20)
+    assert done, "the walk waited on the FIFO"
+    assert done[0].tally.unreadable == unreadable
+    assert done[0].tally.files == 2 - unreadable
+
+
+def test_cli_db_that_is_no_ledger_is_refused_and_left_as_it_was(
+    repo: Path, tmp_path: Path
+) -> None:
+    """Before: a foreign SQLite file given as --db was migrated into a ledger (20 tables)."""
+    other = tmp_path / "other.db"
+    with closing(sqlite3.connect(other)) as conn:
+        conn.execute("create table mine (x)")
+        conn.commit()
+    before = other.read_bytes()
+    result = invoke("leftovers", repo, "--db", other, "-o", tmp_path / "l.md")
+    assert result.exit_code == 1
+    assert "other.db: not an agent-ledger database" in result.output
+    assert other.read_bytes() == before
