@@ -235,3 +235,24 @@ def test_the_command_refuses_bad_input_and_changes_nothing(
     assert message in result.output and "Traceback" not in result.output
     assert db.read_bytes() == before
     assert not (tmp_path / out).exists()
+
+
+@pytest.mark.parametrize(
+    "lose",
+    [
+        lambda out: shutil.rmtree(out),
+        lambda out: next(out.glob("steps/*/*/part.parquet")).unlink(),
+    ],
+    ids=["folder-emptied", "one-file-deleted"],
+)
+def test_files_gone_from_the_folder_are_written_again(tmp_path: Path, lose: Any) -> None:
+    """Before: the watermark said every source was exported, so the next export wrote none
+    of the lost partitions (an export folder deleted, or moved to a new disk, stayed empty)."""
+    db = tmp_path / "ledger.db"
+    ingest(db, [SPANS])
+    out = tmp_path / "out"
+    run_export(db, out, None)
+    before = files(out)
+    lose(out)
+    run_export(db, out, None)
+    assert files(out) == before
