@@ -231,8 +231,15 @@ def propose_budget_command(
             indent=2,
         ))
     elif output_dir:
-        for proposal, path in zip(proposals, _proposal_paths(output_dir, proposals), strict=True):
-            path.write_text(to_toml(proposal, limit or None), encoding="utf-8")
+        try:
+            paths = _proposal_paths(output_dir, proposals)
+        except OSError as exc:
+            raise click.ClickException(f"{output_dir}: cannot be made ({exc.strerror})") from None
+        for proposal, path in zip(proposals, paths, strict=True):
+            try:
+                path.write_text(to_toml(proposal, limit or None), encoding="utf-8")
+            except OSError as exc:  # the proposals written so far are named above
+                raise click.ClickException(f"{path}: cannot be written ({exc.strerror})") from None
             click.echo(
                 f"{path}: {proposal.verified} verified sessions; stops {len(proposal.stopped)} "
                 f"of {proposal.trial.sessions} stored sessions"
