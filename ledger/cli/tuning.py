@@ -277,7 +277,10 @@ def _reading(db_path: str) -> Iterator[sqlite3.Connection]:
         finally:
             conn.close()
     except (StoredError, sqlite3.DatabaseError) as exc:
-        raise click.ClickException(str(exc)) from None
+        said = str(exc)  # named once: some of the messages begin with the path already
+        raise click.ClickException(
+            said if said.startswith(f"{db_path}: ") else f"{db_path}: {said}"
+        ) from None
 
 
 def _of_class(task_class: str | None) -> str:

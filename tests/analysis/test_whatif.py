@@ -230,9 +230,10 @@ def test_cli_not_a_ledger_database(tmp_path: Path) -> None:
     other = tmp_path / "other.db"
     with closing(sqlite3.connect(other)) as conn:
         conn.execute("create table t (x)")
-    result = invoke("what-if", other)
-    assert result.exit_code == 1
-    assert "not an agent-ledger database" in result.output
+    for command in ("what-if", "propose-budget"):
+        result = invoke(command, other)
+        assert result.exit_code == 1
+        assert f"Error: {other}: not an agent-ledger database" in result.output  # named
 
 
 def test_cli_missing_database_is_a_usage_error(tmp_path: Path) -> None:
