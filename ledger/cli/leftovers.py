@@ -82,6 +82,8 @@ def leftovers_command(
         ledger_database(db_path, new_ok=True)
     target = None if output == "-" else Path(output or Path(repo_path) / "leftovers.md")
     result = scan(repo_path, patterns, max_file_bytes, exclude=target)
+    for note in result.unreadable:
+        click.echo(f"{note}; not searched", err=True)
     text = to_markdown(result.repo, result.findings, result.categories, result.tally)
     try:
         if target is None:

@@ -228,26 +228,45 @@ def test_cli_json_and_standard_output_conflict(repo: Path) -> None:
     assert invoke("leftovers", repo, "--json", "-o", "-").exit_code == 2
 
 
+def _refused(monkeypatch: pytest.MonkeyPatch, refused: Path) -> None:
+    """``refused`` cannot be read (as root, chmod 000 would not stop the test)."""
+    real = Path.read_bytes
+
+    def read_bytes(self: Path) -> bytes:
+        if self == refused:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self)
+
+    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+
+
 @pytest.mark.parametrize(
-    ("make", "unreadable"),
+    ("make", "why"),
     [
-        (lambda p: os.mkfifo(p), 1),  # was waited on for a writer, forever
-        (lambda p: p.write_text("plain text\n"), 0),
+        (lambda p, _m: os.mkfifo(p), "not a regular file"),  # was waited on, forever
+        (lambda p, m: (p.write_text("x\n"), _refused(m, p)), "Permission denied"),
+        (lambda p, _m: p.write_text("plain text\n"), None),
     ],
-    ids=["fifo", "regular"],
+    ids=["fifo", "unreadable", "regular"],
 )
-def test_a_file_that_is_not_regular_is_counted_not_read(
-    tmp_path: Path, make: Any, unreadable: int
+def test_a_file_that_cannot_be_read_is_counted_and_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, make: Any, why: str | None
 ) -> None:
+    """Before: a FIFO hung the walk, and an unreadable file was counted but never named."""
     (tmp_path / "a.py").write_text("x = 1\n")
-    make(tmp_path / "b.py")
+    make(tmp_path / "b.py", monkeypatch)
     done: list = []
     worker = threading.Thread(target=lambda: done.append(scan(tmp_path)), daemon=True)
     worker.start()
     worker.join(timeout=20)
     assert done, "the walk waited on the FIFO"
-    assert done[0].tally.unreadable == unreadable
-    assert done[0].tally.files == 2 - unreadable
+    expected = [] if why is None else [f"{tmp_path.resolve() / 'b.py'}: {why}"]
+    assert done[0].unreadable == expected
+    assert done[0].tally.unreadable == len(expected)
+    assert done[0].tally.files == 2 - len(expected)
+    result = invoke("leftovers", tmp_path, "-o", tmp_path / "l.md")
+    assert result.exit_code == 0
+    assert result.stderr == "".join(f"{note}; not searched\n" for note in expected)
 
 
 def test_cli_db_that_is_no_ledger_is_refused_and_left_as_it_was(
