@@ -117,8 +117,9 @@ def read_only(path: str | Path) -> sqlite3.Connection:
 
     A WAL database in a folder this process cannot write (a read-only mount, another user's
     folder) cannot be read with ``mode=ro`` alone, which must make its ``-shm`` file: with no
-    ``-wal`` file beside it, no write is pending and none can be under way, so the file is
-    read as it is (``immutable``)."""
+    ``-wal`` file beside it (or an empty one) no write is pending, so the file is read as it
+    is (``immutable``). A writer that could still start there (another user's, allowed to
+    write that folder) would not be seen: a copy is then the safe thing to merge."""
     uri = f"{Path(path).resolve().as_uri()}?mode=ro"
     try:
         return _opened(sqlite3.connect(uri, uri=True))
