@@ -13,6 +13,7 @@ import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from stat import S_ISREG
 
 from ledger.analysis.leftovers import Category, Finding, Patterns, Tally, is_checklist, scan_text
 from ledger.db import connection, writes
@@ -28,16 +29,22 @@ class Scan:
     categories: tuple[Category, ...]
     findings: list[Finding] = field(default_factory=list)
     tally: Tally = field(default_factory=Tally)
+    #: What could not be searched, each "PATH: why" (the tally counts them as unreadable).
+    unreadable: list[str] = field(default_factory=list)
 
 
 def text_files(
-    root: Path, skip_dirs: Iterable[str], max_bytes: int, tally: Tally, exclude: Path | None = None
+    root: Path, skip_dirs: Iterable[str], max_bytes: int, result: Scan,
+    exclude: Path | None = None,
 ) -> Iterator[tuple[str, str]]:
-    """``(relative POSIX path, text)`` of every text file under ``root``, in a stable order."""
+    """``(relative POSIX path, text)`` of every text file under ``root``, in a stable order;
+    what cannot be read is counted and named in ``result``."""
     skip = {*ALWAYS_SKIPPED, *skip_dirs}
+    tally = result.tally
 
-    def unreadable(_error: OSError) -> None:
+    def unreadable(error: OSError) -> None:
         tally.unreadable += 1
+        result.unreadable.append(f"{error.filename}: {error.strerror or error}")
 
     for folder, dirs, files in os.walk(root, onerror=unreadable):
         base = Path(folder)
@@ -54,7 +61,7 @@ def text_files(
             path = base / name
             if exclude is not None and path == exclude:
                 continue
-            text = _read_text(path, max_bytes, tally)
+            text = _read_text(path, max_bytes, result)
             if text is not None and is_checklist(text):
                 tally.checklists += 1
             elif text is not None:
@@ -62,17 +69,24 @@ def text_files(
                 yield path.relative_to(root).as_posix(), text
 
 
-def _read_text(path: Path, max_bytes: int, tally: Tally) -> str | None:
+def _read_text(path: Path, max_bytes: int, result: Scan) -> str | None:
+    tally = result.tally
     if path.is_symlink():
         tally.links += 1
         return None
     try:
-        if path.stat().st_size > max_bytes:
+        st = path.stat()
+        if not S_ISREG(st.st_mode):  # a FIFO would be waited on, a device read forever
+            tally.unreadable += 1
+            result.unreadable.append(f"{path}: not a regular file")
+            return None
+        if st.st_size > max_bytes:
             tally.too_large += 1
             return None
         data = path.read_bytes()
-    except OSError:
+    except OSError as exc:
         tally.unreadable += 1
+        result.unreadable.append(f"{path}: {exc.strerror or exc}")
         return None
     if b"\0" in data[:SNIFF_BYTES]:
         tally.binary += 1
@@ -91,7 +105,7 @@ def scan(
     root = Path(repo).resolve()
     result = Scan(str(root), patterns.categories)
     skip_file = exclude.resolve() if exclude is not None else None
-    for path, text in text_files(root, patterns.skip_dirs, max_bytes, result.tally, skip_file):
+    for path, text in text_files(root, patterns.skip_dirs, max_bytes, result, skip_file):
         result.findings.extend(scan_text(path, text, patterns.categories))
     return result
 

@@ -41,8 +41,16 @@ def export_command(db_path: str, out: str, host: str | None, full: bool) -> None
             f"export needs pyarrow ({exc.name} is not installed): "
             "pip install 'agent-ledger[export]'"
         ) from None
+    from ledger.cli.options import ledger_database
     from ledger.db import connection
+    from ledger.ingest.files import shown, storable
 
+    if not storable(out):
+        raise click.ClickException(
+            f"{shown(Path(out))}: the path is not valid UTF-8, which the database cannot store "
+            "as the export's folder (rename it)"
+        )
+    ledger_database(db_path)
     try:
         db = connection.connect(db_path)
         try:

@@ -6,6 +6,7 @@ import json
 import shlex
 import shutil
 import sys
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -168,8 +169,25 @@ def _apply(path: Path, after: dict[str, Any], before: dict[str, Any], dry_run: b
     if dry_run:
         click.echo("(dry run: nothing written)")
         return
-    backup = hook_settings.write(path, after)
+    try:
+        backup = hook_settings.write(path, after)
+    except OSError as exc:  # a read-only folder: the file is as it was
+        raise click.ClickException(f"{path}: cannot be written ({exc.strerror or exc})") from None
     click.echo(f"Wrote {path}" + (f" (backup: {backup})" if backup else ""))
+
+
+def _changed(
+    path: Path, change: Callable[[dict[str, Any]], dict[str, Any]]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The settings of ``path`` before and after ``change``; an error names the file."""
+    try:
+        before = hook_settings.read(path)
+    except hook_settings.SettingsError as exc:
+        raise click.ClickException(str(exc)) from None
+    try:
+        return before, change(before)
+    except hook_settings.SettingsError as exc:
+        raise click.ClickException(f"{path}: {exc}") from None
 
 
 @hook_group.command(name="install")
@@ -208,11 +226,7 @@ def install_command(
         raise click.UsageError("--idle-seconds is the resident server's: not with --plain")
     command = hook_command(_db(db_path), budget_file, fail_open, resident, idle_seconds)
     path = _target(scope, project_dir)
-    try:
-        before = hook_settings.read(path)
-        after = hook_settings.installed(before, command)
-    except hook_settings.SettingsError as exc:
-        raise click.ClickException(str(exc)) from None
+    before, after = _changed(path, lambda settings: hook_settings.installed(settings, command))
     _apply(path, after, before, dry_run)
 
 
@@ -230,11 +244,7 @@ def uninstall_command(scope: str, project_dir: str, dry_run: bool) -> None:
     from ledger.live.hook_server import stop_servers
 
     path = _target(scope, project_dir)
-    try:
-        before = hook_settings.read(path)
-        after = hook_settings.uninstalled(before)
-    except hook_settings.SettingsError as exc:
-        raise click.ClickException(str(exc)) from None
+    before, after = _changed(path, hook_settings.uninstalled)
     _apply(path, after, before, dry_run)
     if dry_run:
         return

@@ -13,6 +13,7 @@ import click
 
 from ledger.cli.options import (
     EXIT_STRICT,
+    ledger_database,
 )
 
 
@@ -77,8 +78,12 @@ def leftovers_command(
         patterns = _leftover_patterns(patterns_file)
     except PatternsError as exc:
         raise click.ClickException(str(exc)) from None
+    if db_path:
+        ledger_database(db_path, new_ok=True)
     target = None if output == "-" else Path(output or Path(repo_path) / "leftovers.md")
     result = scan(repo_path, patterns, max_file_bytes, exclude=target)
+    for note in result.unreadable:
+        click.echo(f"{note}; not searched", err=True)
     text = to_markdown(result.repo, result.findings, result.categories, result.tally)
     try:
         if target is None:

@@ -32,6 +32,17 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 
+def ledger_database(db_path: str, new_ok: bool = False) -> None:
+    """Exit 1 naming ``db_path`` unless it is an agent-ledger database (see
+    :func:`ledger.db.merge.check_ledger`): a foreign SQLite file is left as it is."""
+    from ledger.db.merge import Refused, check_ledger
+
+    try:
+        check_ledger(db_path, new_ok)
+    except Refused as exc:
+        raise click.ClickException(f"{db_path}: {exc}") from None
+
+
 def budget_options(func: F) -> F:
     """--budget, --budget-file, --vendor-map and --prices, shared by every command that folds."""
     func = click.option(

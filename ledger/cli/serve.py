@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
@@ -58,6 +59,9 @@ def serve_command(
     """
     from ledger.views.serve import MetadataError, run
 
+    _check_database(db_path)
+    if get_path is None:
+        _check_port(host, port)
     try:
         code = run(
             db_path, host=host, port=port, get=get_path, extra=extra,
@@ -66,3 +70,36 @@ def serve_command(
     except MetadataError as exc:
         raise click.ClickException(str(exc)) from None
     sys.exit(code)
+
+
+def _check_database(db_path: str) -> None:
+    """A database Datasette cannot open is one line naming it, not its traceback."""
+    from ledger.db.merge import Refused, read_only
+    from ledger.ingest.files import shown, storable
+
+    if not storable(db_path):
+        raise click.ClickException(
+            f"{shown(Path(db_path))}: the path is not valid UTF-8, which Datasette cannot serve "
+            "(rename the file)"
+        ) from None
+    try:
+        read_only(db_path).close()
+    except Refused as exc:
+        raise click.ClickException(f"{db_path}: {exc}") from None
+
+
+def _check_port(host: str, port: int) -> None:
+    """A port in use (or an address that is not this machine's) is exit 1 and one line, not
+    uvicorn's exit 3 (``--strict``'s code) after its start-up log."""
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        family, kind, proto, _, address = infos[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+            probe.bind(address)
+    except OSError as exc:
+        raise click.ClickException(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+        ) from None

@@ -231,8 +231,15 @@ def propose_budget_command(
             indent=2,
         ))
     elif output_dir:
-        for proposal, path in zip(proposals, _proposal_paths(output_dir, proposals), strict=True):
-            path.write_text(to_toml(proposal, limit or None), encoding="utf-8")
+        try:
+            paths = _proposal_paths(output_dir, proposals)
+        except OSError as exc:
+            raise click.ClickException(f"{output_dir}: cannot be made ({exc.strerror})") from None
+        for proposal, path in zip(proposals, paths, strict=True):
+            try:
+                path.write_text(to_toml(proposal, limit or None), encoding="utf-8")
+            except OSError as exc:  # the proposals written so far are named above
+                raise click.ClickException(f"{path}: cannot be written ({exc.strerror})") from None
             click.echo(
                 f"{path}: {proposal.verified} verified sessions; stops {len(proposal.stopped)} "
                 f"of {proposal.trial.sessions} stored sessions"
@@ -270,7 +277,10 @@ def _reading(db_path: str) -> Iterator[sqlite3.Connection]:
         finally:
             conn.close()
     except (StoredError, sqlite3.DatabaseError) as exc:
-        raise click.ClickException(str(exc)) from None
+        said = str(exc)  # named once: some of the messages begin with the path already
+        raise click.ClickException(
+            said if said.startswith(f"{db_path}: ") else f"{db_path}: {said}"
+        ) from None
 
 
 def _of_class(task_class: str | None) -> str:

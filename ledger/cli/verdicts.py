@@ -16,6 +16,7 @@ from ledger.analysis.verdicts import MATCH, MISMATCH, NO_RECORDED_STOP, Settings
 from ledger.cli.options import (
     EXIT_STAY,
     F,
+    ledger_database,
 )
 
 
@@ -43,6 +44,7 @@ def _verdicts(
 
     from ledger.db import connection, verdict_tables
 
+    ledger_database(db_path)
     try:
         db = connection.connect(db_path)
         try:

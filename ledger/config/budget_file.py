@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ledger.core.budget import BudgetError
+from ledger.core.budget import Budget, BudgetError
 from ledger.core.task_classes import TaskClasses
 
 TASK_CLASSES = "task_classes"
@@ -29,13 +29,24 @@ def _table(path: str | Path) -> dict[str, Any]:
     table = data.get("budget", {k: v for k, v in data.items() if k != TASK_CLASSES})
     if not isinstance(table, dict):
         raise BudgetError(f"{path}: [budget] must be a table")
+    stray = sorted(set(data) - {"budget", TASK_CLASSES}) if "budget" in data else []
+    if stray:  # beside [budget] they would be ignored: a cap the user believes in force
+        raise BudgetError(
+            f"{path}: {stray[0]!r} beside [budget]: put every budget key under [budget] "
+            f"(only [budget] and [{TASK_CLASSES}] are read)"
+        )
     return table
 
 
 def read_budget_file(path: str | Path) -> dict[str, Any]:
-    """The budget keys (caps) of ``path``; BudgetError names the file for bad TOML or a bad
-    table."""
-    return {k: v for k, v in _table(path).items() if k != FAMILY}
+    """The budget keys (caps) of ``path``; BudgetError names the file for bad TOML, a bad
+    table, an unknown key or a bad value."""
+    caps = {k: v for k, v in _table(path).items() if k != FAMILY}
+    try:
+        Budget.from_mapping(caps)
+    except BudgetError as exc:
+        raise BudgetError(f"{path}: {exc}") from None
+    return caps
 
 
 def read_family(path: str | Path) -> bool:

@@ -36,6 +36,7 @@ _UNKNOWN = StopReason.UNKNOWN_VENDOR.value
 OFF_WORDS = frozenset({"off", "none", "null", ""})
 #: Keys measured in fractions (seconds, dollars); every other key is a whole count.
 FRACTIONAL = frozenset({"max_seconds", "max_cost"})
+INF = float("inf")
 
 
 class BudgetError(ValueError):
@@ -71,6 +72,8 @@ class Budget(Struct, frozen=True, dict=True):
                 raise BudgetError(f"{name} must be a number or 'off', not {value!r}")
             if name not in FRACTIONAL and not isinstance(value, int):
                 raise BudgetError(f"{name} must be a whole number, not {value!r}")
+            if value != value or value in (INF, -INF):  # NaN never trips; inf is 'off'
+                raise BudgetError(f"{name} must be a finite number or 'off', not {value!r}")
             if value < 0:
                 raise BudgetError(f"{name} must be 0 or more, not {value!r}")
         if self.no_progress_rounds is not None and self.no_progress_rounds < 1:

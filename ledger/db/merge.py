@@ -113,13 +113,54 @@ def open_source(path: str | Path, target: str | Path) -> Iterator[Source]:
 
 
 def read_only(path: str | Path) -> sqlite3.Connection:
-    """A read-only connection to a SQLite database (:class:`Refused` if it is none)."""
+    """A read-only connection to a SQLite database (:class:`Refused` if it is none).
+
+    A WAL database in a folder this process cannot write (a read-only mount, another user's
+    folder) cannot be read with ``mode=ro`` alone, which must make its ``-shm`` file: with no
+    ``-wal`` file beside it (or an empty one) no write is pending, so the file is read as it
+    is (``immutable``). A writer that could still start there (another user's, allowed to
+    write that folder) would not be seen: a copy is then the safe thing to merge."""
+    uri = f"{Path(path).resolve().as_uri()}?mode=ro"
     try:
-        conn = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
-        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return _opened(sqlite3.connect(uri, uri=True))
+    except sqlite3.OperationalError as exc:
+        if not _wal_unreadable(path, exc):
+            raise Refused(f"cannot be read ({exc})") from None
     except sqlite3.DatabaseError as exc:
         raise Refused(f"not a SQLite database ({exc})") from None
+    try:
+        return _opened(sqlite3.connect(f"{uri}&immutable=1", uri=True))
+    except sqlite3.DatabaseError as exc:
+        raise Refused(f"cannot be read ({exc})") from None
+
+
+def _opened(conn: sqlite3.Connection) -> sqlite3.Connection:
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except BaseException:
+        conn.close()
+        raise
     return conn
+
+
+def _wal_unreadable(path: str | Path, exc: sqlite3.OperationalError) -> bool:
+    """Whether ``exc`` is a WAL database's ``-shm`` file that cannot be made, with no write
+    pending (no ``-wal`` file, or an empty one)."""
+    wal = Path(f"{path}-wal")
+    return "readonly" in str(exc) and (not wal.exists() or wal.stat().st_size == 0)
+
+
+def check_ledger(path: str | Path, new_ok: bool = False) -> None:
+    """:class:`Refused` unless ``path`` is an agent-ledger database of this schema or an
+    older one: a command that reads a ledger must not migrate another SQLite database into
+    one. With ``new_ok``, a missing or empty file passes (the command makes the ledger)."""
+    if new_ok and (not os.path.exists(path) or os.path.getsize(path) == 0):
+        return
+    conn = read_only(path)
+    try:
+        _ledger_version(conn)
+    finally:
+        conn.close()
 
 
 def sessions_in(path: str | Path) -> int:
@@ -146,7 +187,7 @@ def _ledger_version(conn: sqlite3.Connection) -> int:
     if version > migrations.SCHEMA_VERSION:
         raise Refused(
             f"schema version {version} is newer than this agent-ledger "
-            f"({migrations.SCHEMA_VERSION}); upgrade agent-ledger to merge it"
+            f"({migrations.SCHEMA_VERSION}); upgrade agent-ledger to read it"
         )
     return version
 

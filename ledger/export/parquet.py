@@ -80,6 +80,7 @@ def export(
         else:
             sessions = _sessions_of(conn, {s for s, v in mark.items() if last.get(s) != v})
             changed = {part for part, ids in partitions.items() if ids & sessions}
+            changed |= {part for part in partitions if _missing(out, part)}
         for part in sorted(changed):
             ids = sorted(partitions[part])
             for table in SESSION_TABLES:
@@ -101,6 +102,12 @@ def export(
         (key, json.dumps(mark, sort_keys=True), now(), summary.partitions, summary.sessions),
     )
     return summary
+
+
+def _missing(out: Path, part: Partition) -> bool:
+    """Whether a file of ``part`` is gone from ``out`` (deleted, or the folder emptied since
+    its export): the watermark alone would call it up to date."""
+    return not all((partition_dir(out, t, *part) / PART_FILE).exists() for t in SESSION_TABLES)
 
 
 def _source_marks(conn: sqlite3.Connection) -> dict[str, str]:

@@ -40,7 +40,7 @@ from ledger.core.fold import STEP_COLUMNS, Fold, Session, StepRow, families_for
 from ledger.core.reasons import DECISIONS, StopReason
 from ledger.formats.agent_records import bounded
 from ledger.formats.detect import CLAUDE_CODE
-from ledger.ingest.files import DEFAULT_MAX_LINE, Line, read_lines
+from ledger.ingest.files import DEFAULT_MAX_LINE, Line, open_file, read_lines
 from ledger.ingest.source import Cursor, SourceFold
 
 ALLOW = "allow"
@@ -175,9 +175,10 @@ class Verdict(Struct, frozen=True):
 def read_new_lines(path: str, offset: int, max_line: int = DEFAULT_MAX_LINE) -> tuple[
     list[Line], int
 ]:
-    """The complete lines of ``path`` after byte ``offset``, and the offset after them."""
+    """The complete lines of ``path`` after byte ``offset``, and the offset after them (a
+    FIFO or a device named as the transcript is refused, not read forever)."""
     out: list[Line] = []
-    with open(path, "rb") as f:
+    with open_file(Path(path)) as f:
         while True:
             lines, offset = read_lines(f, offset, READ_LINES, max_line)
             if not lines:

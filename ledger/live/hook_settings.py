@@ -116,6 +116,8 @@ def read(path: Path) -> dict[str, Any]:
         data = json.loads(path.read_text(encoding="utf-8") or "{}")
     except (ValueError, UnicodeDecodeError) as exc:
         raise SettingsError(f"{path}: not valid JSON: {exc}") from None
+    except OSError as exc:  # a folder in its place, no permission
+        raise SettingsError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     if not isinstance(data, dict):
         raise SettingsError(f"{path}: a settings file must be a JSON object")
     return data
@@ -146,8 +148,12 @@ def write(path: Path, settings: dict[str, Any]) -> Path | None:
             backup = path.with_name(f"{path.name}.bak-{stamp}-{n}")
         backup.write_bytes(path.read_bytes())
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(render(settings), encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(render(settings), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
     return backup
 
 

@@ -215,6 +215,34 @@ def test_cli_one_proposal_per_class_into_a_folder(sample_db: Path, tmp_path: Pat
     )
 
 
+def _refuse_writes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A folder that cannot be written (as root, chmod would not stop the test)."""
+    def refused(self: Path, *_args: object, **_kwargs: object) -> None:
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "write_text", refused)
+
+
+@pytest.mark.parametrize(
+    ("folder", "refuse", "message"),
+    [
+        ("a-file/out", False, "a-file/out: cannot be made (Not a directory)"),
+        ("out", True, "out/bugfix.toml: cannot be written (Permission denied)"),
+    ],
+    ids=["under-a-file", "unwritable"],
+)
+def test_cli_an_output_dir_that_cannot_be_written_is_one_line(
+    sample_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, folder: str,
+    refuse: bool, message: str,
+) -> None:
+    (tmp_path / "a-file").write_text("")
+    if refuse:
+        _refuse_writes(monkeypatch)
+    result = invoke("propose-budget", sample_db, "--output-dir", tmp_path / folder)
+    assert result.exit_code == 1
+    assert message in result.output and "Traceback" not in result.output
+
+
 def test_cli_json(sample_db: Path) -> None:
     result = invoke("propose-budget", sample_db, "--json")
     data = json.loads(result.stdout)

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
+import threading
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -223,3 +226,59 @@ def test_cli_bad_patterns_file(repo: Path, tmp_path: Path, content: str, message
 
 def test_cli_json_and_standard_output_conflict(repo: Path) -> None:
     assert invoke("leftovers", repo, "--json", "-o", "-").exit_code == 2
+
+
+def _refused(monkeypatch: pytest.MonkeyPatch, refused: Path) -> None:
+    """``refused`` cannot be read (as root, chmod 000 would not stop the test)."""
+    real = Path.read_bytes
+
+    def read_bytes(self: Path) -> bytes:
+        if self == refused:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self)
+
+    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+
+
+@pytest.mark.parametrize(
+    ("make", "why"),
+    [
+        (lambda p, _m: os.mkfifo(p), "not a regular file"),  # was waited on, forever
+        (lambda p, m: (p.write_text("x\n"), _refused(m, p)), "Permission denied"),
+        (lambda p, _m: p.write_text("plain text\n"), None),
+    ],
+    ids=["fifo", "unreadable", "regular"],
+)
+def test_a_file_that_cannot_be_read_is_counted_and_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, make: Any, why: str | None
+) -> None:
+    """Before: a FIFO hung the walk, and an unreadable file was counted but never named."""
+    (tmp_path / "a.py").write_text("x = 1\n")
+    make(tmp_path / "b.py", monkeypatch)
+    done: list = []
+    worker = threading.Thread(target=lambda: done.append(scan(tmp_path)), daemon=True)
+    worker.start()
+    worker.join(timeout=20)
+    assert done, "the walk waited on the FIFO"
+    expected = [] if why is None else [f"{tmp_path.resolve() / 'b.py'}: {why}"]
+    assert done[0].unreadable == expected
+    assert done[0].tally.unreadable == len(expected)
+    assert done[0].tally.files == 2 - len(expected)
+    result = invoke("leftovers", tmp_path, "-o", tmp_path / "l.md")
+    assert result.exit_code == 0
+    assert result.stderr == "".join(f"{note}; not searched\n" for note in expected)
+
+
+def test_cli_db_that_is_no_ledger_is_refused_and_left_as_it_was(
+    repo: Path, tmp_path: Path
+) -> None:
+    """Before: a foreign SQLite file given as --db was migrated into a ledger (20 tables)."""
+    other = tmp_path / "other.db"
+    with closing(sqlite3.connect(other)) as conn:
+        conn.execute("create table mine (x)")
+        conn.commit()
+    before = other.read_bytes()
+    result = invoke("leftovers", repo, "--db", other, "-o", tmp_path / "l.md")
+    assert result.exit_code == 1
+    assert "other.db: not an agent-ledger database" in result.output
+    assert other.read_bytes() == before

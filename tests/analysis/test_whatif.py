@@ -201,13 +201,39 @@ def test_cli_bad_budget_is_a_clear_error(sample_db: Path, args: list[str], messa
     assert "Traceback" not in result.output
 
 
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        ("max_rounds = true", "budget.toml: max_rounds must be a number or 'off', not True"),
+        ("max_rounds = [1]", "budget.toml: max_rounds must be a number or 'off'"),
+        ("bogus = 1", "budget.toml: unknown budget key 'bogus'"),
+        ("max_rounds = -3", "budget.toml: max_rounds must be 0 or more"),
+        ("max_cost = nan", "budget.toml: max_cost must be a finite number or 'off', not nan"),
+        ("max_seconds = inf", "budget.toml: max_seconds must be a finite number"),
+        ("max_rounds = 3\n[budget]\nmax_steps = 2", "budget.toml: 'max_rounds' beside [budget]"),
+        ("[budget]\nmax_rounds = 3\n[other]\nx = 1", "budget.toml: 'other' beside [budget]"),
+        ("max_rounds = [[", "budget.toml: not a valid TOML budget file"),
+    ],
+)
+def test_cli_a_bad_budget_file_names_the_file_and_the_key(
+    sample_db: Path, tmp_path: Path, toml: str, message: str
+) -> None:
+    path = tmp_path / "budget.toml"
+    path.write_text(toml + "\n")
+    result = invoke("what-if", sample_db, "--budget-file", path)
+    assert result.exit_code == 1
+    assert message in result.output
+    assert "Traceback" not in result.output
+
+
 def test_cli_not_a_ledger_database(tmp_path: Path) -> None:
     other = tmp_path / "other.db"
     with closing(sqlite3.connect(other)) as conn:
         conn.execute("create table t (x)")
-    result = invoke("what-if", other)
-    assert result.exit_code == 1
-    assert "not an agent-ledger database" in result.output
+    for command in ("what-if", "propose-budget"):
+        result = invoke(command, other)
+        assert result.exit_code == 1
+        assert f"Error: {other}: not an agent-ledger database" in result.output  # named
 
 
 def test_cli_missing_database_is_a_usage_error(tmp_path: Path) -> None:

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -183,3 +185,52 @@ def test_serve_get_runs_a_canned_query(runner: CliRunner, sample_db: Path) -> No
     assert result.exit_code == 0, result.output
     classes = {r["task_class"] for r in json.loads(result.output)["rows"]}
     assert classes == {"bugfix", "docs", "refactor"}
+
+
+
+def _busy_port() -> socket.socket:
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    return listener
+
+
+def _written(data: bytes) -> Any:
+    def make(folder: Path, _ledger: Path) -> Path:
+        (folder / "bad.db").write_bytes(data)
+        return folder / "bad.db"
+    return make
+
+
+def _not_utf8_name(folder: Path, ledger: Path) -> Path:
+    shutil.copy(ledger, os.path.join(os.fsencode(folder), b"b\xe9.db"))
+    return folder / os.fsdecode(b"b\xe9.db")
+
+
+@pytest.mark.parametrize(
+    ("make", "args", "message"),
+    [
+        (_written(b"not a database at all" * 10), ["--get", "/"],
+         "not a SQLite database (file is not a database)"),
+        (_written(b"SQLite format 3\0" + b"\1" * 200), ["--get", "/"], "not a SQLite database"),
+        (_not_utf8_name, ["--get", "/"], "b\\xe9.db: the path is not valid UTF-8"),
+        (lambda _f, ledger: ledger, ["--port", "BUSY"], "cannot listen on 127.0.0.1:"),
+    ],
+    ids=["not-sqlite", "truncated", "path-not-utf8", "port-in-use"],
+)
+def test_serve_bad_input_is_one_line_and_exit_1(
+    runner: CliRunner, sample_db: Path, tmp_path: Path, make: Any, args: list[str],
+    message: str,
+) -> None:
+    """Before: a traceback for a file that is no database or a path that is not UTF-8, and
+    uvicorn's exit 3 (--strict's code) for a port in use."""
+    folder = tmp_path / "served"
+    folder.mkdir()
+    db = make(folder, sample_db)
+    with _busy_port() as busy:
+        port = str(busy.getsockname()[1])
+        result = runner.invoke(cli, ["serve", str(db), *(port if a == "BUSY" else a for a in args)])
+    assert result.exit_code == 1, result.output
+    assert message in result.output
+    assert "Traceback" not in result.output

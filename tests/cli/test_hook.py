@@ -7,6 +7,7 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -59,11 +60,49 @@ def test_dry_run_writes_nothing(tmp_path: Path) -> None:
     assert not (tmp_path / ".claude").exists()
 
 
-def test_a_broken_settings_file_is_an_error_not_a_traceback(tmp_path: Path) -> None:
-    (tmp_path / ".claude").mkdir()
-    (tmp_path / ".claude" / "settings.json").write_text("{not json")
+def _folder(path: Path) -> None:
+    path.mkdir()
+
+
+@pytest.mark.parametrize("command", ["install", "uninstall"])
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ("{not json", "settings.json: not valid JSON"),
+        ("[1, 2]", "settings.json: a settings file must be a JSON object"),
+        ('{"hooks": 5}', "settings.json: 'hooks' must be an object"),
+        (_folder, "settings.json: cannot be read (Is a directory)"),
+    ],
+    ids=["not-json", "not-an-object", "hooks-not-an-object", "a-folder"],
+)
+def test_a_broken_settings_file_is_an_error_naming_it_not_a_traceback(
+    tmp_path: Path, command: str, settings: Any, message: str
+) -> None:
+    path = tmp_path / ".claude" / "settings.json"
+    path.parent.mkdir()
+    settings(path) if callable(settings) else path.write_text(settings)
+    code, out = invoke(command, "--dir", str(tmp_path))
+    assert code == 1 and message in out and "Traceback" not in out
+    assert sorted(p.name for p in path.parent.iterdir()) == ["settings.json"]
+
+
+def test_a_settings_file_that_cannot_be_written_is_an_error_and_stays(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read-only .claude folder (as root, chmod would not stop the test: os.replace says
+    what the kernel says to everybody else)."""
+    path = tmp_path / ".claude" / "settings.json"
+    path.parent.mkdir()
+    path.write_text("{}")
+
+    def refused(*_args: Any) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(hook_settings.os, "replace", refused)
     code, out = invoke("install", "--dir", str(tmp_path))
-    assert code == 1 and "not valid JSON" in out and "Traceback" not in out
+    assert code == 1 and "settings.json: cannot be written (Permission denied)" in out
+    assert "Traceback" not in out and path.read_text() == "{}"
+    assert not list(path.parent.glob(".settings.json.*.tmp"))
 
 
 def test_claude_code_then_status(tmp_path: Path) -> None:

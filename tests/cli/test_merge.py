@@ -122,3 +122,30 @@ def test_the_help_shows_examples() -> None:
     assert result.exit_code == 0
     assert "agent-ledger merge team.db laptop-1.db laptop-2.db ci.db" in result.output
     assert "ID@HOST" in result.output
+
+
+def test_a_database_in_a_folder_that_cannot_be_written_is_merged(
+    tmp_path: Path, hosts: list[Path]
+) -> None:
+    """A WAL database on a read-only mount, or in another user's folder: ``mode=ro`` alone
+    cannot make its ``-shm`` file, so it was refused as 'not a SQLite database'. Run without
+    the capability that lets root write anywhere, so the folder's mode counts."""
+    import shutil
+    import subprocess
+    import sys
+
+    folder = tmp_path / "mount"
+    folder.mkdir()
+    shutil.copy(hosts[0], folder / "host-a.db")
+    folder.chmod(0o555)
+    drop = ["setpriv", "--bounding-set=-dac_override,-dac_read_search",
+            "--inh-caps=-dac_override,-dac_read_search"]
+    result = subprocess.run(
+        [*drop, sys.executable, "-m", "ledger", "merge", str(tmp_path / "team.db"),
+         str(folder / "host-a.db")],
+        capture_output=True, text=True, check=False,
+    )
+    folder.chmod(0o755)
+    assert result.returncode == 0, result.stderr
+    assert "host-a.db: hosts host-a; 1 sources written" in result.stdout
+    assert sorted(p.name for p in folder.iterdir()) == ["host-a.db"]

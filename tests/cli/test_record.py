@@ -167,3 +167,29 @@ def test_record_refuses_money_on_an_action(ledger: Path) -> None:
     result = record(ledger, "--action", "read", "--cost", "0.1")
     assert result.exit_code == 2
     assert "--cost does not go with --type action" in result.stderr
+
+
+def test_an_event_after_a_last_line_without_its_newline_is_a_line_of_its_own(
+    ledger: Path,
+) -> None:
+    """A writer that died mid-line: the event was glued to its half line, both one bad line."""
+    ledger.write_text('{"ts": "2026-01-01T00:00:00Z", "session": "s1", "type": "start"')
+    assert record(ledger, "--action", "read").exit_code == 0
+    head, last = ledger.read_text().splitlines()
+    assert head == '{"ts": "2026-01-01T00:00:00Z", "session": "s1", "type": "start"'
+    assert json.loads(last)["action"] == "read"
+
+
+def test_a_fifo_in_the_ledgers_place_is_refused_not_waited_on(ledger: Path) -> None:
+    import os
+    import threading
+
+    os.mkfifo(ledger)
+    results: list = []
+    worker = threading.Thread(target=lambda: results.append(record(ledger, "--action", "read")),
+                              daemon=True)
+    worker.start()
+    worker.join(timeout=20)
+    assert results, "record waited on the FIFO"
+    assert results[0].exit_code == 1
+    assert "a named pipe (FIFO), not a regular file" in results[0].output

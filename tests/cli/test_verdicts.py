@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
@@ -177,3 +179,34 @@ def test_paid_path_of_a_database_without_money_prints_no_spend(sample_db: Path) 
     assert "spend:" not in run("paid-path", sample_db).output
     found = json.loads(run("paid-path", sample_db, "--json").output)
     assert all(c["spend"]["cost_usd"] is None for c in found["task_classes"])
+
+
+def _foreign(path: Path) -> None:
+    conn = sqlite3.connect(path)
+    conn.execute("create table mine (x)")
+    conn.commit()
+    conn.close()
+
+
+@pytest.mark.parametrize("command", ["verdicts", "paid-path"])
+@pytest.mark.parametrize(
+    ("make_db", "message"),
+    [
+        (_foreign, "not an agent-ledger database (no incidents, sessions, sources, steps"),
+        (lambda p: p.write_bytes(b""), "not an agent-ledger database"),
+        (lambda p: p.write_bytes(b"not sqlite" * 20), "not a SQLite database"),
+    ],
+    ids=["foreign-sqlite", "empty-file", "not-sqlite"],
+)
+def test_a_file_that_is_no_ledger_is_refused_and_left_as_it_was(
+    tmp_path: Path, command: str, make_db: Any, message: str
+) -> None:
+    """Before: a foreign SQLite file (or an empty one) was migrated into a ledger, 20 tables
+    added, and judged with exit 0 ('0 task classes')."""
+    db = tmp_path / "other.db"
+    make_db(db)
+    before = db.read_bytes()
+    result = run(command, db)
+    assert result.exit_code == 1, result.output
+    assert message in result.output and "Traceback" not in result.output
+    assert db.read_bytes() == before

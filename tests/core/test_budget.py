@@ -264,6 +264,10 @@ def test_budget_from_assignments(pairs, expected) -> None:
         (["max_rounds=1.5"], "max_rounds must be a whole number"),
         (["max_rounds=-1"], "must be 0 or more"),
         (["no_progress_rounds=0"], "no_progress_rounds must be 1 or more"),
+        # a NaN cap never trips, an infinite one is 'off' in disguise: both refused
+        (["max_cost=nan"], "max_cost must be a finite number or 'off', not nan"),
+        (["max_cost=inf"], "max_cost must be a finite number or 'off', not inf"),
+        (["max_seconds=-inf"], "max_seconds must be a finite number"),
     ],
 )
 def test_bad_budgets_are_refused_with_a_reason(pairs, message) -> None:

@@ -8,6 +8,7 @@ import shutil
 import sqlite3
 import sys
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pyarrow.parquet as pq
@@ -200,3 +201,58 @@ def test_an_export_after_a_migration_added_columns_rewrites_every_partition(
     conn.close()
     assert run_export(db, out, "h").partitions == 1
     assert run_export(db, out, "h").partitions == 0
+
+
+def _foreign(path: Path) -> None:
+    with sqlite3.connect(path) as conn:
+        conn.execute("create table mine (x)")
+    conn.close()
+
+
+@pytest.mark.parametrize(
+    ("make_db", "out", "message"),
+    [
+        (_foreign, "out", "not an agent-ledger database (no incidents, sessions, sources, steps"),
+        (lambda p: p.write_bytes(b""), "out", "not an agent-ledger database"),
+        (lambda p: p.write_bytes(b"not sqlite" * 20), "out", "not a SQLite database"),
+        (None, "o\udce9", "o\\xe9: the path is not valid UTF-8"),
+    ],
+    ids=["foreign-sqlite", "empty-file", "not-sqlite", "out-not-utf8"],
+)
+def test_the_command_refuses_bad_input_and_changes_nothing(
+    tmp_path: Path, make_db: Any, out: str, message: str
+) -> None:
+    """Before: a foreign SQLite file (or an empty one) was migrated into a ledger, 20 tables
+    added, and 'exported' with exit 0; an OUT not valid UTF-8 was a traceback."""
+    db = tmp_path / "ledger.db"
+    if make_db is None:
+        ingest(db, [SPANS])
+    else:
+        make_db(db)
+    before = db.read_bytes()
+    result = CliRunner().invoke(cli, ["export", str(db), str(tmp_path / out)])
+    assert result.exit_code == 1, result.output
+    assert message in result.output and "Traceback" not in result.output
+    assert db.read_bytes() == before
+    assert not (tmp_path / out).exists()
+
+
+@pytest.mark.parametrize(
+    "lose",
+    [
+        lambda out: shutil.rmtree(out),
+        lambda out: next(out.glob("steps/*/*/part.parquet")).unlink(),
+    ],
+    ids=["folder-emptied", "one-file-deleted"],
+)
+def test_files_gone_from_the_folder_are_written_again(tmp_path: Path, lose: Any) -> None:
+    """Before: the watermark said every source was exported, so the next export wrote none
+    of the lost partitions (an export folder deleted, or moved to a new disk, stayed empty)."""
+    db = tmp_path / "ledger.db"
+    ingest(db, [SPANS])
+    out = tmp_path / "out"
+    run_export(db, out, None)
+    before = files(out)
+    lose(out)
+    run_export(db, out, None)
+    assert files(out) == before

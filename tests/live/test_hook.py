@@ -7,6 +7,8 @@ first denied call is the step at which ``ingest`` of the whole transcript record
 from __future__ import annotations
 
 import json
+import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -156,6 +158,33 @@ def test_fails_closed_with_a_clear_reason(stdin: bytes | None, why: str, tmp_pat
     assert "Traceback" not in text
     assert "Traceback" in (hook_store.state_dir(db) / hook_store.LOG_NAME).read_text()
     assert rows(db, "select decision from hook_decisions") == [{"decision": "deny"}]
+
+
+@pytest.mark.parametrize(
+    ("make", "why"),
+    [
+        (lambda p: (os.mkfifo(p), p)[1], "a named pipe (FIFO), not a regular file"),
+        (lambda _p: Path("/dev/zero"), "a character device, not a regular file"),
+    ],
+    ids=["fifo", "device"],
+)
+def test_a_transcript_that_is_no_regular_file_is_denied_not_waited_on(
+    tmp_path: Path, make: Any, why: str
+) -> None:
+    """A FIFO was waited on for a writer, /dev/zero read until memory ran out."""
+    transcript = make(tmp_path / "t.jsonl")
+    answer: list[str] = []
+    call = payload(transcript)
+    worker = threading.Thread(
+        target=lambda: answer.append(run(call, tmp_path / "l.db", lambda _f: Options())),
+        daemon=True,
+    )
+    worker.start()
+    worker.join(timeout=20)
+    assert answer, "the hook did not answer"
+    out = decision(answer[0])
+    assert out["permissionDecision"] == "deny"
+    assert why in out["permissionDecisionReason"]
 
 
 def test_fail_open_allows_what_it_cannot_check(tmp_path: Path) -> None:
