@@ -33,7 +33,7 @@ import os
 import sys
 
 from ledger.cli import quick
-from ledger.live.runtime_folder import short_folder
+from ledger.live.runtime_folder import is_private, short_folder
 
 RESIDENT, STOP = "--resident", "--stop"
 ENTRY = "ledger.cli.resident_server"
@@ -197,16 +197,23 @@ def parse_answer(answer: bytes) -> tuple[int, bytes, bytes] | None:
 def start_server(path: str, db: str) -> None:
     """The server on ``path`` for the database ``db`` (its real path), started detached, its
     errors appended to ``ingest.log`` in :func:`folder`; nothing if it cannot be (this call
-    is run here anyway)."""
+    is run here anyway), nor in a folder that is not this user's alone (the server would
+    refuse it too), where the log could be a link someone else put there."""
     import subprocess
 
     try:
         os.makedirs(folder(), mode=0o700, exist_ok=True)
-        with open(os.path.join(folder(), "ingest.log"), "ab") as log:
+        if not is_private(folder()):
+            return
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+        log = os.open(os.path.join(folder(), "ingest.log"), flags, 0o600)
+        try:
             subprocess.Popen(
                 [sys.executable, "-P", "-m", ENTRY, path, db],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
                 start_new_session=True,
             )
+        finally:
+            os.close(log)
     except OSError:
         pass

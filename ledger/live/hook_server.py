@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger.live import hook_store
-from ledger.live.runtime_folder import SOCKET_MAX, short_folder
+from ledger.live.runtime_folder import SOCKET_MAX, is_private, short_folder
 
 Handler = Callable[[bytes], "str | bytes"]
 HEADER = b"agent-ledger-hook/1\n"  # the client checks it (hook_client.HEADER)
@@ -71,8 +71,7 @@ def private_folder(folder: Path) -> None:
     """``folder`` made (``0700``), or checked to be this user's alone: a socket in a folder
     others can write to could be replaced by theirs."""
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    st = os.lstat(folder)
-    if os.path.islink(folder) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+    if not is_private(str(folder)):
         raise OSError(f"{folder} is not a private folder of this user's")
 
 

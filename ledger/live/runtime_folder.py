@@ -6,6 +6,7 @@ short folder of this user's. ``os`` only: the resident ingest's client
 from __future__ import annotations
 
 import os
+import stat
 
 #: A Unix socket's path is at most 107 bytes on Linux (104 on macOS): longer ones go to a short
 #: folder of this user's (:func:`short_folder`).
@@ -21,3 +22,14 @@ def short_folder(name: str = KEY_NAME) -> str:
     if runtime and len(os.fsencode(os.path.join(runtime, "agent-ledger", name))) <= SOCKET_MAX:
         return os.path.join(runtime, "agent-ledger")
     return f"/tmp/agent-ledger-{os.getuid()}"
+
+
+def is_private(folder: str) -> bool:
+    """Whether ``folder`` is a folder (not a link to one) of this user's that no one else may
+    read or write: a socket or log file in any other could be replaced by someone else's, or
+    be a link someone else put there to a file of this user's."""
+    try:
+        st = os.lstat(folder)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077

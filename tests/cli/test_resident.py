@@ -186,6 +186,25 @@ def test_the_first_call_starts_a_server_that_answers_the_next(
     assert again[1].startswith("no resident server runs for ledger.db")
 
 
+def test_a_runtime_folder_others_may_write_gets_no_server_and_no_log(
+    resident: Resident, tmp_path: Path,
+) -> None:
+    """Someone else's folder, or one anyone may write to, could hold their socket or a link
+    in the log's place: the client starts no server and writes nothing there, and runs the
+    call itself."""
+    shared = resident.runtime / "agent-ledger"
+    shared.mkdir()
+    shared.chmod(0o777)
+    (shared / "victim").write_text("keep\n")
+    (shared / "ingest.log").symlink_to(shared / "victim")
+    copy_samples(tmp_path)
+    code, out, err = resident.run(["ingest", "ledger.db", "logs", "--resident"], tmp_path)
+    assert code == 0 and "2 files (2 new" in out and "Traceback" not in err
+    assert (shared / "victim").read_text() == "keep\n"
+    assert sorted(p.name for p in shared.iterdir()) == ["ingest.log", "victim"]
+    assert not _servers_in(resident.runtime)
+
+
 def test_a_second_server_for_the_same_socket_is_refused_by_the_lock(
     resident: Resident, tmp_path: Path,
 ) -> None:
