@@ -246,6 +246,14 @@ def propose_budget_command(
             )
     else:
         click.echo("\n".join(to_toml(p, limit or None) for p in proposals), nl=False)
+        if len(proposals) > 1:  # (each a [budget] table: together no one budget file)
+            names = ", ".join(repr(p.task_class) for p in proposals)
+            click.echo(
+                f"note: {len(proposals)} proposals, one per task class ({names}); a "
+                "--budget-file holds one: keep one with --task-class CLASS, or write each "
+                "to a file of its own with --output-dir DIR",
+                err=True,
+            )
 
 
 def _proposal_paths(folder: str, proposals: list[Any]) -> list[Path]:

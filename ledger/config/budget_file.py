@@ -19,9 +19,23 @@ def _read(path: str | Path) -> dict[str, Any]:
     import tomllib  # here: a hook call with no budget file does not pay for it
 
     try:
-        return tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
         raise BudgetError(f"{path}: not a valid TOML budget file: {exc}") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise BudgetError(f"{path}: not a valid TOML budget file: {exc}{_hint(text)}") from None
+
+
+def _hint(text: str) -> str:
+    """What to do about a file of several ``[budget]`` tables: ``propose-budget`` printed
+    one per task class into it (``... > budget.toml``, as the ingest's summary suggests)."""
+    tables = sum(line.split("#")[0].strip() == "[budget]" for line in text.splitlines())
+    if tables < 2:
+        return ""
+    return (f" ({tables} [budget] tables: propose-budget prints one per task class; keep one "
+            "with --task-class CLASS, or write each to a file with --output-dir DIR)")
 
 
 def _table(path: str | Path) -> dict[str, Any]:

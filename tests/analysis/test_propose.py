@@ -18,7 +18,7 @@ from ledger.analysis.whatif import COMPLETE, Replayer, evaluate
 from ledger.cli import cli
 from ledger.cli.options import EXIT_NO_VERIFIED
 from ledger.config.budget_file import read_budget_file
-from ledger.core.budget import Budget
+from ledger.core.budget import Budget, BudgetError
 from ledger.core.events import Event
 from ledger.core.vendors import DEFAULT_VENDOR_MAP
 from ledger.db.stored import VERIFIED, StoredSession, open_readonly, stored_sessions
@@ -202,6 +202,19 @@ def test_cli_prints_a_loadable_proposal(sample_db: Path, tmp_path: Path) -> None
                    "--json")
     changes = {c["session_id"]: c["change"] for c in json.loads(check.output)["changes"]}
     assert changes == {"811be5e93b95": "earlier", "ca1ccbfdeb56": "earlier"}
+
+
+def test_cli_proposals_of_several_classes_printed_say_a_budget_file_holds_one(
+    sample_db: Path, tmp_path: Path
+) -> None:
+    result = invoke("propose-budget", sample_db)
+    assert result.exit_code == 0
+    assert ("note: 2 proposals, one per task class ('bugfix', 'refactor'); a --budget-file "
+            "holds one") in result.stderr
+    path = tmp_path / "budget.toml"
+    path.write_text(result.stdout, encoding="utf-8")  # what `... > budget.toml` makes
+    with pytest.raises(BudgetError, match=r"2 \[budget\] tables: .* --task-class CLASS"):
+        read_budget_file(str(path))
 
 
 def test_cli_one_proposal_per_class_into_a_folder(sample_db: Path, tmp_path: Path) -> None:
