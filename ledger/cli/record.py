@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ from ledger.cli.options import (
     utf8_text,
 )
 from ledger.core.reasons import StopReason
-from ledger.ingest.files import LedgerPathError, open_file
+from ledger.ingest.files import LedgerPathError
 
 RECORD_FIELDS = {
     "action": ("action",),
@@ -34,19 +33,6 @@ RECORD_FIELDS = {
     "tool_error": ("round", "action"),
     "outcome": ("end",),
 }
-
-
-def _after_last_line(path: Path) -> bytes:
-    """A newline when the ledger's last line has none (a writer that died mid-line): else
-    the event would be glued to it, and both lost as one bad line. A FIFO or a device in the
-    ledger's place raises (refused once open, not waited on)."""
-    if not path.exists():
-        return b""
-    with open_file(path) as f:
-        if f.seek(0, os.SEEK_END) == 0:
-            return b""
-        f.seek(-1, os.SEEK_END)
-        return b"" if f.read(1) == b"\n" else b"\n"
 
 
 @click.command(name="record")
@@ -146,7 +132,7 @@ def record_command(
     try:
         prepare_ledger(path)
         line, record, _ = native_line(event)
-        _, end = append_line(path, _after_last_line(path) + line, fsync)
+        _, end = append_line(path, line, fsync)
         session = replay_session(path, session_id, options, end)
     except (LedgerPathError, RecordError, OSError) as exc:
         raise click.ClickException(str(exc)) from None

@@ -263,12 +263,23 @@ def _target(path: Path) -> str:
 def open_file(path: Path) -> BinaryIO:
     """``path`` opened to read, refused if it is not a regular file, and never blocking (a
     FIFO or a device put where a ledger was is refused once open, not waited on)."""
-    fd = os.open(path, _READ)
+    fd = open_regular(path, _READ)
     try:
-        mode = os.fstat(fd).st_mode
-        if not S_ISREG(mode):
-            raise NotRegular(errno.EINVAL, _kind(mode), str(path))
         return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def open_regular(path: str | os.PathLike[str], flags: int, mode: int = 0o644) -> int:
+    """A descriptor of ``path`` opened with ``flags`` (plus ``O_NONBLOCK``: a FIFO is never
+    waited on), :class:`NotRegular` if it is not a regular file."""
+    fd = os.open(path, flags | getattr(os, "O_NONBLOCK", 0), mode)
+    try:
+        kind = os.fstat(fd).st_mode
+        if not S_ISREG(kind):
+            raise NotRegular(errno.EINVAL, _kind(kind), str(path))
+        return fd
     except BaseException:
         os.close(fd)
         raise

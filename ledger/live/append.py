@@ -6,16 +6,19 @@ interleave inside a line, whatever its length (PIPE_BUF is a limit for pipes, no
 files). The write is also done under an exclusive ``flock``, which every appender here takes:
 it covers the one case ``O_APPEND`` alone does not, a short write (a full disk, a file size
 limit), whose remainder must follow at once or be taken back. A line is thus either whole in
-the file or absent, never torn.
+the file or absent, never torn. And a line is never glued to a last line another writer left
+without its newline (one that died mid-line): a newline is written before it, under the lock.
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
-from pathlib import Path
 
-FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
+from ledger.ingest.files import open_regular
+
+#: Read too: the last byte is looked at before a line is added (see the module).
+FLAGS = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
 
 
 def append_line(path: str | os.PathLike[str], data: bytes, fsync: bool = False) -> tuple[int, int]:
@@ -23,17 +26,20 @@ def append_line(path: str | os.PathLike[str], data: bytes, fsync: bool = False) 
 
     Returns the byte offsets where the data starts and ends in the file. With ``fsync`` the
     data is on disk before this returns. On an error nothing of ``data`` stays in the file.
+    A FIFO or a device in the file's place is refused (``files.NotRegular``), not waited on.
     """
     if not data.endswith(b"\n"):
         raise ValueError("a ledger line must end with a newline")
-    fd = os.open(Path(path), FLAGS, 0o644)
+    fd = open_regular(path, FLAGS)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         start = os.fstat(fd).st_size
+        glued = start and os.pread(fd, 1, start - 1) != b"\n"
+        out = b"\n" + data if glued else data  # (``data`` starts after that newline)
         written = 0
         try:
-            while written < len(data):
-                written += os.write(fd, data[written:])
+            while written < len(out):
+                written += os.write(fd, out[written:])
             if fsync:
                 os.fsync(fd)
         except BaseException:

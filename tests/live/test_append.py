@@ -29,6 +29,20 @@ def test_append_returns_where_the_line_is(tmp_path: Path) -> None:
     assert path.read_bytes() == b'{"a": 1}\n{"b": 22}\n'
 
 
+def test_a_line_is_never_glued_to_a_last_line_left_without_its_newline(tmp_path: Path) -> None:
+    path = tmp_path / "l.jsonl"
+    path.write_bytes(b'{"a": ')  # another writer died mid-line
+    assert append_line(path, b'{"b": 2}\n') == (7, 16)
+    assert path.read_bytes() == b'{"a": \n{"b": 2}\n'
+
+
+def test_a_fifo_in_the_files_place_is_refused_not_waited_on(tmp_path: Path) -> None:
+    path = tmp_path / "l.jsonl"
+    os.mkfifo(path)
+    with pytest.raises(OSError, match="a named pipe"):
+        append_line(path, b'{"a": 1}\n')
+
+
 def test_a_line_without_its_newline_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="newline"):
         append_line(tmp_path / "l.jsonl", b'{"a": 1}')
