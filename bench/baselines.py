@@ -34,27 +34,13 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
+from raw_lines import fastest_parser
+
 from ledger.core.fold import STEP_COLUMNS
 from ledger.db.connection import PAGE_SIZE, bind_none_directly
 from ledger.ingest.bulk import bulk_work
 
 COLUMNS = STEP_COLUMNS  # the raw limit's rows below are in this order
-
-
-def fastest_parser() -> tuple[str, Callable[[bytes], Any]]:
-    """The fastest JSON parser installed (measured: msgspec, then orjson, then the stdlib)."""
-    try:
-        import msgspec
-
-        return "msgspec", msgspec.json.Decoder().decode
-    except ImportError:
-        pass
-    try:
-        import orjson
-
-        return "orjson", orjson.loads
-    except ImportError:
-        return "json", json.loads
 
 
 def ledger_files(corpus: Path) -> list[Path]:
@@ -148,36 +134,3 @@ def sqlite_utils_lines(corpus: Path, out: Path) -> tuple[int, int]:
 
 def _refuse(name: str) -> None:
     raise ValueError(name)
-
-
-def raw_lines(paths: list[Path], db_path: Path) -> tuple[int, int]:
-    """The raw parse limit of real agent logs (issue 22): read every file, decode every line
-    with the fastest parser, insert one 7-column row per line (file, line, offset, type,
-    timestamp, session, bytes), all in one transaction. Returns (rows, bytes read); lines that
-    do not decode are counted and skipped."""
-    _, parse = fastest_parser()
-    conn = sqlite3.connect(db_path, isolation_level=None)
-    conn.execute("PRAGMA journal_mode = WAL")
-    conn.execute("PRAGMA synchronous = NORMAL")
-    conn.execute("CREATE TABLE lines (file, line, offset, type, ts, session, bytes)")
-    conn.execute("BEGIN")
-    rows = size = 0
-    for source, path in enumerate(paths):
-        batch = []
-        offset = 0
-        with path.open("rb") as f:
-            for n, line in enumerate(f, 1):
-                try:
-                    obj = parse(line)
-                except Exception:  # noqa: BLE001 - a baseline keeps going, like ingest does
-                    obj = None
-                get = obj.get if isinstance(obj, dict) else {}.get
-                batch.append((source, n, offset, get("type"), get("timestamp"),
-                              get("sessionId"), len(line)))
-                offset += len(line)
-        conn.executemany("INSERT INTO lines VALUES (?, ?, ?, ?, ?, ?, ?)", batch)
-        rows += len(batch)
-        size += offset
-    conn.execute("COMMIT")
-    conn.close()
-    return rows, size

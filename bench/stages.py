@@ -52,12 +52,12 @@ def raw(args: dict[str, Any]) -> Result:
 
 
 def raw_lines(args: dict[str, Any]) -> Result:
-    import baselines
+    import raw_lines as limit
 
     paths = [Path(p) for p in args["paths"]]
-    seconds, (rows, size) = _timed(lambda: baselines.raw_lines(paths, Path(args["db"])))
+    seconds, (rows, size) = _timed(lambda: limit.raw_lines(paths, Path(args["db"])))
     return {"seconds": seconds, "events": rows, "bytes": size,
-            "parser": baselines.fastest_parser()[0]}
+            "parser": limit.fastest_parser()[0]}
 
 
 def command(args: dict[str, Any]) -> Result:

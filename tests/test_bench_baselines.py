@@ -3,7 +3,9 @@ and ccusage is left out with a note where node or npm is missing. No figure here
 
 from __future__ import annotations
 
+import json
 import sqlite3
+import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -13,19 +15,36 @@ import pytest
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 sys.path.insert(0, str(BENCH))
 
-import baselines  # noqa: E402
 import ccusage  # noqa: E402
+import raw_lines  # noqa: E402
 import real_corpus  # noqa: E402
 
 
 def test_raw_line_limit_stores_a_row_per_line(tmp_path: Path) -> None:
     folder = tmp_path / "real"
     manifest = real_corpus.generate(folder, 0.3, 0.1, 5, seed=4)
-    rows, size = baselines.raw_lines(manifest.files(folder), tmp_path / "raw.db")
+    rows, size = raw_lines.raw_lines(manifest.files(folder), tmp_path / "raw.db")
     assert (rows, size) == (manifest.lines, manifest.bytes)
     with sqlite3.connect(tmp_path / "raw.db") as conn:
         assert conn.execute("SELECT count(*), count(DISTINCT file) FROM lines").fetchone() == (
             manifest.lines, len(manifest.sizes))
+
+
+def test_raw_line_limit_as_a_command_reads_folders_and_loads_no_ledger_module(
+        tmp_path: Path) -> None:
+    """The ceiling of the first-ingest row: the cheapest whole Python process that reads the
+    logs, so it must not pay for any of agent-ledger's imports."""
+    folder = tmp_path / "real"
+    manifest = real_corpus.generate(folder, 0.2, 0.1, 4, seed=5)
+    probe = ("import sys; sys.path.insert(0, sys.argv[1]); import raw_lines; "
+             "code = raw_lines.main(sys.argv[2:]); loaded = sorted(m for m in sys.modules "
+             "if m.split('.')[0] in ('ledger', 'sqlite_utils', 'click', 'baselines')); "
+             "sys.exit(code or (f'loaded {loaded}' if loaded else 0))")
+    done = subprocess.run([sys.executable, "-c", probe, str(BENCH), str(tmp_path / "raw.db"),
+                           str(folder / "claude"), str(folder / "codex")],
+                          capture_output=True, text=True, check=False)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert json.loads(done.stdout) == {"rows": manifest.lines, "bytes": manifest.bytes}
 
 
 @pytest.mark.parametrize(("missing", "note"), [("node", "left out: node not found"),
