@@ -82,7 +82,11 @@ class Transaction:
 
 
 def _through_the_gate(gate: str) -> None:
-    """Wait for the file ``gate`` (:data:`TEST_BATCH_GATE`), then take it away."""
-    while not os.path.exists(gate):
-        time.sleep(0.001)
-    os.unlink(gate)
+    """Wait for the file ``gate`` (:data:`TEST_BATCH_GATE`) and take it away (of processes
+    waiting at one gate, the one whose unlink succeeds goes through)."""
+    while True:
+        try:
+            os.unlink(gate)
+            return
+        except FileNotFoundError:
+            time.sleep(0.001)
