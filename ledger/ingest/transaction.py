@@ -81,12 +81,22 @@ class Transaction:
         self.pending = 0
 
 
+#: Seconds a process waits at the gate at most: then the test that held it is gone (failed,
+#: killed), and the process carries on without the gate rather than wait for ever.
+TEST_GATE_WAIT_S = 300.0
+
+
 def _through_the_gate(gate: str) -> None:
     """Wait for the file ``gate`` (:data:`TEST_BATCH_GATE`) and take it away (of processes
     waiting at one gate, the one whose unlink succeeds goes through)."""
+    global TEST_BATCH_GATE
+    given_up = time.monotonic() + TEST_GATE_WAIT_S
     while True:
         try:
             os.unlink(gate)
             return
         except FileNotFoundError:
+            if time.monotonic() > given_up:
+                TEST_BATCH_GATE = None
+                return
             time.sleep(0.001)

@@ -116,8 +116,13 @@ def test_two_ingests_and_a_reader_at_once(events: int) -> None:
         gates = [root / "gate-0", root / "gate-1"]
         procs = [start_ingest(db, files[2:4] + files[:2], gates[0]),
                  start_ingest(db, files[2:], gates[1])]
-        wait_for_tables(db, procs, gates)
-        seen = asyncio.run(read_while_running(db, procs, gates))
+        try:
+            wait_for_tables(db, procs, gates)
+            seen = asyncio.run(read_while_running(db, procs, gates))
+        finally:  # (a failed test leaves no ingest waiting at its gate)
+            for proc in procs:
+                if proc.poll() is None:
+                    proc.kill()
         summaries = []
         for proc in procs:
             out, err = proc.communicate(timeout=120)

@@ -108,21 +108,23 @@ def run_kills(tmp_path: Path, jobs: str) -> None:
         floor = bytes_read(crashed)
         proc = start_ingest(crashed, ledgers, jobs, gate)
         hang = time.monotonic() + HANG_S
-        if kind == "time":
-            until = time.monotonic() + mark
-            while time.monotonic() < until and bytes_read(crashed) == floor and (
-                    proc.poll() is None):
-                time.sleep(POLL)
-        else:
-            while bytes_read(crashed) < max(mark, floor + 1) and proc.poll() is None:
-                assert time.monotonic() < hang, f"no commit past {mark} in {HANG_S} s"
-                gate.touch()  # through once more (a file still there: not yet gone through)
-                time.sleep(POLL)
-            gate.touch()
-            time.sleep(rng.uniform(0.0, batch_time))
-        assert proc.poll() is None, "the ingest finished before it could be killed"
-        proc.kill()  # SIGKILL: no cleanup, no rollback, no atexit
-        proc.wait()
+        try:
+            if kind == "time":
+                until = time.monotonic() + mark
+                while time.monotonic() < until and bytes_read(crashed) == floor and (
+                        proc.poll() is None):
+                    time.sleep(POLL)
+            else:
+                while bytes_read(crashed) < max(mark, floor + 1) and proc.poll() is None:
+                    assert time.monotonic() < hang, f"no commit past {mark} in {HANG_S} s"
+                    gate.touch()  # through once more (a file still there: not gone through)
+                    time.sleep(POLL)
+                gate.touch()
+                time.sleep(rng.uniform(0.0, batch_time))
+            assert proc.poll() is None, "the ingest finished before it could be killed"
+        finally:  # (and a failed test leaves no ingest waiting at the gate)
+            proc.kill()  # SIGKILL: no cleanup, no rollback, no atexit
+            proc.wait()
         kills += 1
         mid_file += any(0 < offset < size for offset, size in progress(crashed))
     proc = start_ingest(crashed, ledgers, jobs)
