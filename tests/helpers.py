@@ -97,6 +97,11 @@ def refuse_to_open(monkeypatch: Any, path: Path) -> Callable[[], None]:
     return lambda: monkeypatch.setattr(os, "open", real_open)
 
 
+#: Seconds a test waits at most for `agent-ledger serve` to answer, or to end once stopped:
+#: only a hang gets near it. Datasette's imports alone take seconds where the CPU is shared.
+SERVE_START_S = 120
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -107,7 +112,7 @@ def start_serving(
     db_path: Path, log: IO[str], env: dict[str, str] | None = None
 ) -> tuple[subprocess.Popen[bytes], str]:
     """`agent-ledger serve db_path` on a free port of 127.0.0.1, once it answers (waits up to
-    30 s): the process and its address. It is killed if it does not start."""
+    :data:`SERVE_START_S`): the process and its address. It is killed if it does not start."""
     import httpx
 
     port = free_port()
@@ -116,7 +121,7 @@ def start_serving(
         stdout=log, stderr=subprocess.STDOUT, env=env,
     )
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + SERVE_START_S
     while True:
         try:
             if httpx.get(f"{base}/-/versions.json").status_code == 200:
@@ -139,4 +144,4 @@ def serving(db_path: Path, log_path: Path) -> Iterator[str]:
             yield base
         finally:
             process.terminate()
-            process.wait(timeout=10)
+            process.wait(timeout=SERVE_START_S)

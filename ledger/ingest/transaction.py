@@ -20,6 +20,11 @@ if TYPE_CHECKING:  # annotations only: ledger.db.connection imports it (without 
 #: batch however fast the machine is (with workers too: every batch is committed here). The
 #: pause comes after the commit, so it holds no lock and concurrent ingests interleave as ever.
 TEST_BATCH_PAUSE = float(os.environ.get("AGENT_LEDGER_TEST_BATCH_PAUSE") or 0)
+#: TEST ONLY, not an option: a path, read once from AGENT_LEDGER_TEST_BATCH_GATE (unset: no
+#: gate, no cost). After each commit the writer waits until a file is there, and removes it
+#: before it goes on: a test that kills an ingest at chosen points lets it through one batch
+#: at a time, so that it cannot run ahead of the test however slow or busy the test process.
+TEST_BATCH_GATE = os.environ.get("AGENT_LEDGER_TEST_BATCH_GATE") or None
 
 
 class Transaction:
@@ -70,5 +75,28 @@ class Transaction:
             conn.execute(how)
             if TEST_BATCH_PAUSE and how == "COMMIT":
                 time.sleep(TEST_BATCH_PAUSE)
+            if TEST_BATCH_GATE and how == "COMMIT":
+                _through_the_gate(TEST_BATCH_GATE)
         self.rollup = rollup.Pending()
         self.pending = 0
+
+
+#: Seconds a process waits at the gate at most: then the test that held it is gone (failed,
+#: killed), and the process carries on without the gate rather than wait for ever.
+TEST_GATE_WAIT_S = 300.0
+
+
+def _through_the_gate(gate: str) -> None:
+    """Wait for the file ``gate`` (:data:`TEST_BATCH_GATE`) and take it away (of processes
+    waiting at one gate, the one whose unlink succeeds goes through)."""
+    global TEST_BATCH_GATE
+    given_up = time.monotonic() + TEST_GATE_WAIT_S
+    while True:
+        try:
+            os.unlink(gate)
+            return
+        except FileNotFoundError:
+            if time.monotonic() > given_up:
+                TEST_BATCH_GATE = None
+                return
+            time.sleep(0.001)

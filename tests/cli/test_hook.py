@@ -16,7 +16,7 @@ from ledger.cli import cli
 from ledger.live import hook_server, hook_settings
 from ledger.live.hook_main import hook_args
 from tests.helpers import REAL_LOGS
-from tests.live.test_hook_server import poll
+from tests.live.test_hook_server import DEADLINE_S, poll
 
 SIDECHAIN = REAL_LOGS / "02_claude_code_subagent_sidechain_v2.1.39.jsonl"
 
@@ -178,7 +178,10 @@ def test_idle_seconds_is_not_for_the_plain_hook(tmp_path: Path) -> None:
 
 def test_uninstall_stops_the_server_the_client_started(tmp_path: Path) -> None:
     db = tmp_path / "l.db"
-    code, out = invoke("install", "--dir", str(tmp_path), "--db", str(db), "--idle-seconds", "20")
+    # An idle time no slow machine gets to between the server being up and the uninstall (a
+    # server that ended by itself would not be stopped by it); it is killed at the end.
+    code, out = invoke("install", "--dir", str(tmp_path), "--db", str(db), "--idle-seconds",
+                       "600")
     assert code == 0, out
     settings = tmp_path / ".claude" / "settings.json"
     command = json.loads(settings.read_text())["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
@@ -194,7 +197,7 @@ def test_uninstall_stops_the_server_the_client_started(tmp_path: Path) -> None:
         assert [s["pid"] for s in json.loads(out)["servers"]] == [server.pid]
         code, out = invoke("uninstall", "--dir", str(tmp_path))
         assert code == 0 and f"Stopped the resident server (pid {server.pid})" in out
-        assert server.wait(timeout=30) == 0
+        assert server.wait(timeout=DEADLINE_S) == 0
     finally:
         server.kill()
         server.wait()

@@ -22,7 +22,7 @@ from ledger.views.serve import (
     metadata_for,
     read_metadata,
 )
-from tests.helpers import start_serving
+from tests.helpers import SERVE_START_S, start_serving
 
 
 @pytest_asyncio.fixture
@@ -205,5 +205,5 @@ def test_a_stopped_server_leaves_no_temporary_folder(
         process, _ = start_serving(sample_db, log, env={**os.environ, "TMPDIR": str(temp)})
         assert [p.name for p in temp.iterdir()][0].startswith("agent-ledger-")
         process.send_signal(stop)
-        assert process.wait(timeout=30) == code
+        assert process.wait(timeout=SERVE_START_S) == code
     assert list(temp.iterdir()) == []

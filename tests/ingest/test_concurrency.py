@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -23,13 +24,11 @@ from datasette.app import Datasette
 from ledger.ingest.ingester import ingest
 from ledger.ingest.options import Options
 from tests.corpus import write_ledgers
-from tests.helpers import ROOT, dump, paused_env, scratch_dir
+from tests.helpers import ROOT, dump, scratch_dir
 
 BATCH = 200
-#: Seconds each ingest sleeps after each commit (test only): each commits 40 batches of its
-#: own at least, so both run for 0.4 s and more however fast the machine, and the reader,
-#: which needs no more than a few ms a look, sees them at work (the bars below).
-PAUSE = 0.01
+#: Seconds to wait at most for the ingests to get somewhere: only a hang gets near it.
+HANG_S = 120
 
 #: One read transaction (one statement) that must hold after every committed batch.
 CONSISTENCY = """
@@ -45,16 +44,26 @@ select
 """
 
 
-def start_ingest(db: Path, paths: list[Path]) -> subprocess.Popen[bytes]:
+def start_ingest(db: Path, paths: list[Path], gate: Path) -> subprocess.Popen[bytes]:
+    """An ingest that waits after each commit for the file ``gate`` and takes it away
+    (AGENT_LEDGER_TEST_BATCH_GATE, test only): the reader makes it after each of its looks,
+    so each ingest commits at most a batch a look, and both are at work through forty looks
+    and more (each commits 40 batches of its own at least), however slow or busy the reader's
+    process and however fast theirs (the bars below)."""
     return subprocess.Popen(
         [sys.executable, "-m", "ledger", "ingest", str(db), *map(str, paths), "--no-progress",
          "--batch-size", str(BATCH), "--json"],
-        cwd=ROOT, env=paused_env(PAUSE), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        cwd=ROOT, env={**os.environ, "AGENT_LEDGER_TEST_BATCH_GATE": str(gate)},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
 
 
-def wait_for_tables(db: Path, procs: list[subprocess.Popen[bytes]]) -> None:
+def wait_for_tables(db: Path, procs: list[subprocess.Popen[bytes]], gates: list[Path]) -> None:
+    hang = time.monotonic() + HANG_S
     while any(p.poll() is None for p in procs):
+        assert time.monotonic() < hang, f"no source committed in {HANG_S} s"
+        for gate in gates:
+            gate.touch()
         try:
             conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
             try:
@@ -68,11 +77,22 @@ def wait_for_tables(db: Path, procs: list[subprocess.Popen[bytes]]) -> None:
         time.sleep(0.01)
 
 
-async def read_while_running(db: Path, procs: list[subprocess.Popen[bytes]]) -> list[dict]:
-    """Datasette's own client, as a browser would use it, for as long as the ingests run."""
-    ds = Datasette([str(db)])
-    seen = []
+async def read_while_running(
+    db: Path, procs: list[subprocess.Popen[bytes]], gates: list[Path]
+) -> list[dict]:
+    """Datasette's own client, as a browser would use it, for as long as the ingests run,
+    letting each through its gate once after each look."""
+    # (its one-second limit on a query is wall-clock time: this process kept off the CPU
+    # mid-query got "SQL Interrupted", which has nothing to do with what is tested here)
+    ds = Datasette([str(db)], settings={"sql_time_limit_ms": HANG_S * 1000})
+    seen: list[dict] = []
+    hang = time.monotonic() + HANG_S
     while any(p.poll() is None for p in procs):
+        assert time.monotonic() < hang, f"no batch committed in {HANG_S} s"
+        if len(seen) > 1 and seen[-1] != seen[-2]:
+            hang = time.monotonic() + HANG_S  # (they get on: a slow reader is no hang)
+        for gate in gates:
+            gate.touch()
         for path in (f"/{db.stem}.json", f"/{db.stem}/sessions.json?_size=5"):
             page = await ds.client.get(path)
             assert page.status_code == 200, page.text
@@ -93,9 +113,16 @@ def test_two_ingests_and_a_reader_at_once(events: int) -> None:
         files = write_ledgers(root / "runs", events, files=6, seed=5)
         db = root / "ledger.db"
         # Both start on the same two files, then go their own ways.
-        procs = [start_ingest(db, files[2:4] + files[:2]), start_ingest(db, files[2:])]
-        wait_for_tables(db, procs)
-        seen = asyncio.run(read_while_running(db, procs))
+        gates = [root / "gate-0", root / "gate-1"]
+        procs = [start_ingest(db, files[2:4] + files[:2], gates[0]),
+                 start_ingest(db, files[2:], gates[1])]
+        try:
+            wait_for_tables(db, procs, gates)
+            seen = asyncio.run(read_while_running(db, procs, gates))
+        finally:  # (a failed test leaves no ingest waiting at its gate)
+            for proc in procs:
+                if proc.poll() is None:
+                    proc.kill()
         summaries = []
         for proc in procs:
             out, err = proc.communicate(timeout=120)

@@ -9,6 +9,7 @@ its workers, folding ahead, find their pipe closed and end.
 
 from __future__ import annotations
 
+import os
 import random
 import sqlite3
 import subprocess
@@ -21,26 +22,29 @@ import pytest
 from ledger.ingest.ingester import ingest
 from ledger.ingest.options import Options
 from tests.corpus import write_ledgers
-from tests.helpers import ROOT, dump, paused_env, rows, scratch_dir
+from tests.helpers import ROOT, dump, rows, scratch_dir
 
 EVENTS = 60_000
 BATCH = 500  # small batches, so kills land inside files, between and during commits
 KILLS = 20
 STARTUP_KILLS = 4
 SEED = 3
-#: Seconds a run to be killed sleeps after each commit (AGENT_LEDGER_TEST_BATCH_PAUSE, test
-#: only): its 122 batches take 1.2 s at least, however fast the machine.
-PAUSE = 0.01
 POLL = 0.005  # seconds between two looks at the database
+HANG_S = 120  # seconds a run may take to get somewhere: only a hang gets near it
 
 
-def start_ingest(
-    db: Path, ledgers: Path, jobs: str, pause: float = 0.0
-) -> subprocess.Popen[bytes]:
+def start_ingest(db: Path, ledgers: Path, jobs: str, gate: Path | None = None,
+                 ) -> subprocess.Popen[bytes]:
+    """An ingest; with ``gate``, one that waits after each commit for the file ``gate``
+    (AGENT_LEDGER_TEST_BATCH_GATE, test only) and takes it away before it goes on."""
+    env = dict(os.environ)
+    if gate is not None:
+        gate.unlink(missing_ok=True)
+        env["AGENT_LEDGER_TEST_BATCH_GATE"] = str(gate)
     return subprocess.Popen(
         [sys.executable, "-m", "ledger", "ingest", str(db), str(ledgers), "--no-progress",
          "--batch-size", str(BATCH), "--jobs", jobs],
-        cwd=ROOT, env=paused_env(pause), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )
 
 
@@ -58,26 +62,23 @@ def bytes_read(db: Path) -> int:
 
 @pytest.mark.parametrize("jobs", ["0", "2"], ids=["one-process", "workers"])
 def test_kill_9_at_random_moments_then_rerun_equals_a_clean_ingest(jobs: str) -> None:
-    """Why no machine is too fast (or too slow) for this test:
+    """Why no machine is too fast (or too slow, or too busy) for this test:
 
-    - A run to be killed sleeps PAUSE after each commit, so it cannot commit batches faster
-      than one per PAUSE (10 ms) of wall-clock time, however fast the machine: the 122 batches
-      take 1.2 s at least. The rerun and the clean ingest do not pause.
-    - Each kill comes at most L + X after the test sees the commit that meets its condition:
-      L, the look (POLL, 5 ms, and a query), and X, a random wait of up to one batch as this
-      machine does it now (PAUSE plus a batch's work, timed on the clean ingest just before),
-      so that kills land at any point of a batch (folding, writing, committing, pausing).
-      Meanwhile the run commits at most o = (L + X) / (PAUSE + work) + 1 batches: 2, and
-      still 2 on a machine ten or a hundred times faster, where work tends to 0.
-    - The byte marks lie one in each sixteenth of the first three quarters of the bytes:
-      4 to 9 batches each, more than the 1 + o batches a run may commit past its floor. So
-      after the k-th kill the database holds no more than the top of the k-th sixteenth plus o
-      batches, and at the last kill more than a quarter of the bytes less o batches (30 and
-      more) is left: at least 0.3 s of pauses alone, against the few ms it takes to kill.
-    - A start-up kill comes at a random moment of the run's first 0.05-0.3 s, or just after
-      its first commit if that comes first (a fast machine starts up in less): 1 + o batches.
-    - A slower or loaded machine makes every batch take longer, which only lowers o; every
-      wait for an ingest to get somewhere ends when it does (proc.poll() is checked).
+    - A run to be killed goes through a gate after each commit (AGENT_LEDGER_TEST_BATCH_GATE,
+      test only): it waits for a file the test makes, and takes it away. The test makes it
+      (one file: one batch, however many times it is made before it is taken) once each
+      time it looks at the database, so a run commits at most one batch a look, whatever the
+      two processes' speeds: a test process kept off the CPU (a busy machine) holds the run
+      back, instead of letting it run to its end unkilled, as a pause after each commit did.
+    - Each kill comes once the test sees the committed bytes pass a mark, after letting the
+      run through once more and a random wait of up to one batch as this machine does it now
+      (timed on the clean ingest just before), so that kills land at any point of a batch
+      (folding, writing, committing, waiting at the gate).
+    - The byte marks lie one in each sixteenth of the first three quarters of the bytes, so
+      most kills leave a file half read; a quarter of the work is left after the last mark.
+    - A start-up kill comes at a random moment of the run's first 0.05-0.3 s, or after its
+      first commit if that comes first (it then waits at the gate).
+    - Every wait for an ingest to get somewhere ends when it does (proc.poll() is checked).
     """
     with scratch_dir() as tmp:  # kill -9 leaves the page cache as it is, disk or memory
         run_kills(Path(tmp), jobs)
@@ -89,34 +90,41 @@ def run_kills(tmp_path: Path, jobs: str) -> None:
     clean = tmp_path / "clean.db"
     started = time.monotonic()
     lines = ingest(clean, [ledgers], Options(batch=BATCH)).lines
-    batch_time = PAUSE + (time.monotonic() - started) / -(-lines // BATCH)
+    batch_time = (time.monotonic() - started) / -(-lines // BATCH)
     rng = random.Random(SEED)
     # Some kills at random moments of start-up (imports, creating and migrating the
     # database, starting workers), then kills at random points of the work: once the
     # committed bytes pass a random mark and this run has committed a batch of its own, after
     # a random part of a batch's time more (mid-batch, mid-commit, between). One mark in each
     # sixteenth of the first three quarters of the bytes: a quarter of the work (15,000
-    # events) is left to kill the last run in (see the docstring above).
+    # events) is left to kill the last run in.
     moments = [("time", rng.uniform(0.05, 0.3)) for _ in range(STARTUP_KILLS)]
     span = 0.75 * total / (KILLS - STARTUP_KILLS)
     moments += [("bytes", (n + rng.random()) * span) for n in range(KILLS - STARTUP_KILLS)]
     crashed = tmp_path / "crashed.db"
+    gate = tmp_path / "gate"
     kills, mid_file = 0, 0
     for kind, mark in moments:
         floor = bytes_read(crashed)
-        proc = start_ingest(crashed, ledgers, jobs, PAUSE)
-        if kind == "time":
-            until = time.monotonic() + mark
-            while time.monotonic() < until and bytes_read(crashed) == floor and (
-                    proc.poll() is None):
-                time.sleep(POLL)
-        else:
-            while bytes_read(crashed) < max(mark, floor + 1) and proc.poll() is None:
-                time.sleep(POLL)
-            time.sleep(rng.uniform(0.0, batch_time))
-        assert proc.poll() is None, "the ingest finished before it could be killed"
-        proc.kill()  # SIGKILL: no cleanup, no rollback, no atexit
-        proc.wait()
+        proc = start_ingest(crashed, ledgers, jobs, gate)
+        hang = time.monotonic() + HANG_S
+        try:
+            if kind == "time":
+                until = time.monotonic() + mark
+                while time.monotonic() < until and bytes_read(crashed) == floor and (
+                        proc.poll() is None):
+                    time.sleep(POLL)
+            else:
+                while bytes_read(crashed) < max(mark, floor + 1) and proc.poll() is None:
+                    assert time.monotonic() < hang, f"no commit past {mark} in {HANG_S} s"
+                    gate.touch()  # through once more (a file still there: not gone through)
+                    time.sleep(POLL)
+                gate.touch()
+                time.sleep(rng.uniform(0.0, batch_time))
+            assert proc.poll() is None, "the ingest finished before it could be killed"
+        finally:  # (and a failed test leaves no ingest waiting at the gate)
+            proc.kill()  # SIGKILL: no cleanup, no rollback, no atexit
+            proc.wait()
         kills += 1
         mid_file += any(0 < offset < size for offset, size in progress(crashed))
     proc = start_ingest(crashed, ledgers, jobs)

@@ -8,6 +8,7 @@ import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, BinaryIO
 
 import pytest
@@ -265,6 +266,11 @@ def test_a_folder_changed_lately_is_not_remembered(
     (tmp_path / "logs" / "x.jsonl").write_text("{}\n")
     monkeypatch.setattr(files, "_FOLDERS", {})
     monkeypatch.setattr(files, "_LISTINGS", [1])
+    # Listed a second after its change, by the clock the listing reads: not "however long this
+    # machine took to get from the write to the listing" (more than SETTLED_NS on a busy one).
+    info = (tmp_path / "logs").stat()
+    changed = max(info.st_mtime_ns, info.st_ctime_ns)
+    monkeypatch.setattr(files, "time", SimpleNamespace(time_ns=lambda: changed + 10**9))
     files.listing([tmp_path / "logs"])
     assert files._FOLDERS == {}
     monkeypatch.setattr(files, "SETTLED_NS", -10**18)

@@ -489,7 +489,7 @@ def test_ctrl_c_on_a_following_ingest_with_workers_leaves_no_worker_and_loses_no
     )
     workers = _children_once_there(proc, 2)
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=30)
+    out, err = proc.communicate(timeout=120)  # (only a hang gets near it, however loaded)
     assert proc.returncode == 0, err
     assert "Traceback" not in err
     assert [pid for pid in workers if _running(pid)] == []
