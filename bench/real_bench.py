@@ -4,7 +4,7 @@
   ``ccusage claude daily --json --offline`` over the same files, both timed as whole commands
   from a shell (interpreter start and imports included); the same for Codex as a reference.
 * ``real-raw``: ingest of the whole corpus (Claude Code and Codex, in-process, the work only)
-  against the raw line limit of the same files (:func:`baselines.raw_lines`).
+  against the raw line limit of the same files (:func:`raw_lines.raw_lines`).
 * ``real-noop``: ``agent-ledger ingest DB FILE...`` naming every Claude Code file (500 by
   default) of a database that holds them all, as a whole command, against a ccusage run over
   the same files.
