@@ -43,8 +43,9 @@ def _cpu() -> float:
 
 
 def raw(args: dict[str, Any]) -> Result:
-    import baselines  # here, not above: it imports ledger's writer (sqlite-utils, pandas),
-    # which a stage that runs a whole command must not hold
+    # here, not above: baselines imports ledger's writer (sqlite-utils, pandas), which a
+    # stage that runs a whole command must not hold
+    import baselines
     import raw_lines as limit
 
     seconds, rows = _timed(lambda: baselines.raw_limit(
